@@ -1,0 +1,1 @@
+"""Agentic Monte Carlo."""

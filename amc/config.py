@@ -1,0 +1,183 @@
+"""Typed, frozen configuration: one pydantic model per component, loaded from YAML.
+
+Every field carries a one-line docstring (kept by ``use_attribute_docstrings``, so it shows in
+``amc run --help-config`` and in errors). ``extra="forbid"`` turns a typo into an error.
+Component options (``env.options`` etc.) are validated by the model the component registered
+(:mod:`amc.registry`).
+
+A config file is YAML with the sections below (``params.yaml`` is one); command-line
+``-S section.key=value`` overrides are applied on top (values parsed as YAML scalars).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class Frozen(BaseModel):
+    """Base for config models: immutable, no unknown keys, field docstrings kept."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class ComponentConfig(Frozen):
+    """A registry name plus the options its factory validates."""
+
+    name: str
+    """Registry name of the component."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Component-specific options (validated by the component's own model)."""
+
+
+class EnvConfig(ComponentConfig):
+    """Which benchmark to run."""
+
+    name: str = "synthetic"
+    """Environment registry name (synthetic, textcraft, sciworld, webshop, agentgym)."""
+
+
+class PriorConfig(ComponentConfig):
+    """Which black-box agent to steer."""
+
+    name: str = "synthetic"
+    """Prior registry name (synthetic, openai, embedded, hf)."""
+
+
+class ValueConfig(ComponentConfig):
+    """Which value function twists the weights (unused by never-resampling methods)."""
+
+    name: str = "none"
+    """Value registry name (none, exact, learned, zero-shot, foa)."""
+
+
+class SMCConfig(Frozen):
+    """The sequential importance resampling driver."""
+
+    n_particles: int = Field(15, ge=1)
+    """N, the number of particles per task."""
+    max_steps: int = Field(20, ge=1)
+    """T, the step budget of every particle."""
+    beta: float = Field(1.0, gt=0)
+    """KL coefficient beta: the posterior is prior * exp(reward / beta)."""
+    resample: Literal["never", "fixed", "ess"] = "fixed"
+    """Schedule: never (Best-of-N, ReAct), fixed steps, or when ESS < rho * N."""
+    resample_steps: tuple[int, ...] = (4,)
+    """Steps after which to resample when resample == fixed (paper: TextCraft [4])."""
+    ess_threshold: float = Field(0.5, gt=0, le=1)
+    """rho: resample when ESS < rho * N (resample == ess)."""
+    resampler: str = "multinomial"
+    """Resampling scheme: multinomial, systematic, stratified or residual."""
+    resample_terminated: bool = False
+    """Whether finished particles take part in resampling (may be duplicated or dropped)."""
+    success_threshold: float = 1.0
+    """A trajectory with total reward >= this counts as a success."""
+
+    @model_validator(mode="after")
+    def _check(self) -> SMCConfig:
+        from amc.smc.resampling import get_resampler
+
+        get_resampler(self.resampler)
+        if any(s < 1 for s in self.resample_steps):
+            raise ValueError(f"resample_steps must be >= 1, got {list(self.resample_steps)}")
+        return self
+
+
+class MethodConfig(Frozen):
+    """A named configuration of the one SMC driver (ReAct, Best-of-N, SMC...)."""
+
+    name: str
+    """Label used in results and tables."""
+    smc: SMCConfig
+    """Driver settings for this method."""
+    value: ValueConfig = ValueConfig()
+    """Value function (ignored when smc.resample == never)."""
+
+
+class RunConfig(Frozen):
+    """One `amc run`: an environment, a prior, methods, tasks and seeds."""
+
+    env: EnvConfig = EnvConfig()
+    """The benchmark."""
+    prior: PriorConfig = PriorConfig()
+    """The black-box agent."""
+    value: ValueConfig = ValueConfig()
+    """Default value function for SMC methods."""
+    smc: SMCConfig = SMCConfig()
+    """Default driver settings; methods override n_particles/resample."""
+    methods: tuple[str, ...] = ("react", "bon", "smc")
+    """Methods to run: react, bon, smc (see amc.smc.methods)."""
+    split: str = "test"
+    """Which split of the environment's tasks to run."""
+    max_tasks: int | None = Field(None, ge=1)
+    """Run only the first max_tasks tasks of the split (None = all)."""
+    task_ids: tuple[str, ...] | None = None
+    """Explicit task ids (overrides split/max_tasks)."""
+    seeds: tuple[int, ...] = (0,)
+    """Run seeds; each (method, seed) is one results file."""
+    max_concurrent_tasks: int = Field(4, ge=1)
+    """Tasks in flight at once."""
+    max_concurrent_particles: int = Field(64, ge=1)
+    """Particle steps (proposal + env step) in flight at once, across all tasks."""
+    out_dir: Path = Path("runs/latest")
+    """Where per-(method, seed) JSON-lines results are written."""
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """``"smc.beta=0.5"`` -> (["smc", "beta"], 0.5); the value is parsed as YAML."""
+    if "=" not in item:
+        raise ValueError(f"override {item!r} is not of the form key=value")
+    key, raw = item.split("=", 1)
+    parts = [p for p in key.strip().split(".") if p]
+    if not parts:
+        raise ValueError(f"override {item!r} has an empty key")
+    return parts, yaml.safe_load(raw) if raw.strip() else ""
+
+
+def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    """Set dotted keys in a nested dict (a copy); creates intermediate sections."""
+    out = json.loads(json.dumps(data, default=str))
+    for item in overrides:
+        parts, value = parse_override(item)
+        node = out
+        for p in parts[:-1]:
+            nxt = node.get(p)
+            if not isinstance(nxt, dict):
+                nxt = node[p] = {}
+            node = nxt
+        node[parts[-1]] = value
+    return out
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping; a clear error for a missing file or a non-mapping."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"config file not found: {p}")
+    data = yaml.safe_load(p.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: expected a mapping at the top level")
+    return data
+
+
+def validate(model: type[Frozen], data: Mapping[str, Any], where: str = "config") -> Any:
+    """Validate ``data`` with ``model``; errors become one readable ``ValueError``."""
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as err:
+        msgs = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in err.errors()
+        )
+        raise ValueError(f"bad {where}: {msgs}") from None
+
+
+def config_hash(cfg: BaseModel) -> str:
+    """Short stable hash of a resolved config (for result records and resume checks)."""
+    blob = json.dumps(cfg.model_dump(mode="json"), sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]

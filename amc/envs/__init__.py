@@ -1,0 +1,1 @@
+"""Environments (benchmarks) behind the :class:`~amc.protocols.Environment` protocol."""

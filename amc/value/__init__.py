@@ -1,0 +1,1 @@
+"""Value functions f(s) (predicted future reward) that twist the SMC weights."""
