@@ -9,7 +9,16 @@ Families: :data:`ENVIRONMENTS` (factory returns an :class:`~amc.protocols.EnvSui
 :class:`~amc.protocols.ValueFunction`). Resamplers have their own table in
 :mod:`amc.smc.resampling` because they are pure functions.
 
-Modules register themselves on import; :func:`load_builtin_components` imports the built-in
+Factory call convention (``Registry.build(name, options, **context)`` passes the validated
+options model first, when the entry has one, then keyword context):
+
+- environments: ``factory(options)`` -> EnvSuite
+- priors: ``factory(options, *, env_name, env_options, **_)`` -> Prior
+- values: ``factory(options, *, env_name, env_options, beta, prior, **_)`` -> ValueFunction
+  (``prior`` is the run's prior, so LLM-backed values can share its client, retries and ledger)
+
+Factories must accept and ignore unknown keyword context (``**_``) so that new context can be
+added later. Modules register themselves on import; :func:`load_builtin_components` imports the built-in
 ones lazily so that importing :mod:`amc` stays cheap.
 """
 
