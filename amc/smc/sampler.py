@@ -230,16 +230,14 @@ async def _repopulate(
     """New population from ancestor indices: first copy keeps the env, others fork it."""
     counts = Counter(ancestors.tolist())
     seen: set[int] = set()
-    jobs: list[tuple[int, int, bool]] = []  # (new slot, ancestor, keeps its env)
-    for j, a in enumerate(ancestors.tolist()):
-        jobs.append((j, a, a not in seen))
+    jobs: list[tuple[int, bool]] = []  # per new slot: (ancestor, keeps the ancestor's env)
+    for a in ancestors.tolist():
+        jobs.append((a, a not in seen))
         seen.add(a)
-    forks = await asyncio.gather(*(
-        _call(parts[a].env, "fork") for _, a, keep in jobs if not keep
-    ))
+    forks = await asyncio.gather(*(_call(parts[a].env, "fork") for a, keep in jobs if not keep))
     fork_iter = iter(forks)
     new: list[_Particle] = []
-    for j, a, keep in jobs:
+    for a, keep in jobs:
         src = parts[a]
         env = src.env if keep else next(fork_iter)
         pid = src.pid if keep else next_pid
