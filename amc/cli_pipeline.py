@@ -1,0 +1,75 @@
+"""Pipeline commands: ``amc collect | evaluate | promote | report`` (the DVC stages' ``cmd``).
+
+Each reads its sections of ``params.yaml`` (``--params``; ``-S key=value`` overrides on top)
+and calls one tracked library stage (:mod:`amc.pipeline.stages`); nothing else happens here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from amc.cli import app, friendly_errors
+from amc.pipeline.params import PARAMS_FILE, PipelineParams, load_params
+
+_PARAMS = typer.Option(PARAMS_FILE, "--params", "-p", help="Pipeline params file.")
+_SET = typer.Option([], "--set", "-S", help="Override: key=value (repeatable).")
+
+
+def _load(params: Path, set_: list[str]) -> PipelineParams:
+    return load_params(params, set_)
+
+
+@app.command("collect")
+@friendly_errors
+def collect_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
+                quiet: bool = typer.Option(False, help="No progress bars.")) -> None:
+    """Collect prior rollouts (Best-of-G) on the train split; resumes an interrupted run."""
+    from amc.pipeline.stages import collect_stage
+
+    res = collect_stage(_load(params, set_), progress=not quiet)
+    typer.echo(f"collected {res.records} task records over {res.tasks} tasks -> {res.out_dir}")
+
+
+@app.command("evaluate")
+@friendly_errors
+def evaluate_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
+                 quiet: bool = typer.Option(False, help="No progress bars.")) -> None:
+    """Evaluate ReAct, Best-of-N, SMC and AMC (challenger, champion) over the N grid."""
+    from amc.pipeline.stages import evaluate_stage
+    from amc.runner import format_table
+
+    p = _load(params, set_)
+    ev = evaluate_stage(p, progress=not quiet)
+    typer.echo(format_table([{"method": s, **m} for s, m in ev["methods"].items()]))
+    typer.echo(f"\n{ev['status']}: {p.evaluate.metrics_file}")
+
+
+@app.command("promote")
+@friendly_errors
+def promote_cmd(params: Path = _PARAMS, set_: list[str] = _SET) -> None:
+    """Promote the challenger to champion when it beats the champion by > 1 s.e."""
+    from amc.pipeline.stages import promote_stage
+
+    d = promote_stage(_load(params, set_))
+    typer.echo(f"{'PROMOTED' if d['promote'] else 'kept'}: {d['reason']}")
+
+
+@app.command("report")
+@friendly_errors
+def report_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
+               calibrate: bool = typer.Option(True, help="Score states for calibration.")
+               ) -> None:
+    """Plots (success vs N, cost-quality, genealogy, calibration) and summary.json."""
+    from amc.pipeline.stages import report_stage
+    from amc.runner import format_table
+
+    p = _load(params, set_)
+    s = report_stage(p, calibrate=calibrate)
+    typer.echo(format_table([{"method": k, **m, "log_z": 0.0} for k, m in s["methods"].items()]))
+    if s["promotion"]:
+        pr = s["promotion"]
+        typer.echo(f"\npromotion: {'PROMOTED' if pr['promote'] else 'kept'} ({pr['reason']}); "
+                   f"champion = v{pr['champion_after']}")
+    typer.echo(f"plots: {p.report.plots_dir}  summary: {p.report.summary_file}")

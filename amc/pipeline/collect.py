@@ -1,0 +1,157 @@
+"""Stage ``collect``: trajectories of the prior on the train split, the value model's data.
+
+Each task is run as Best-of-G (``bon@G``: G independent prior rollouts, never resampled) for
+every seed in ``collect.seeds``; the runner appends one JSON line per finished task to
+``<out_dir>/bon@G__seed<k>.jsonl`` and fsyncs it, so a killed collect loses only the tasks in
+flight and a rerun resumes with the missing ones (no task twice: finished ids are skipped).
+
+Fan-out (Prefect flows): :func:`collect` with ``shard=(k, K)`` runs every K-th task into
+``<out_dir>/shards/<k>-of-<K>/`` (one writer per file, so shards can run in other processes);
+:func:`merge_shards` then folds the shard files into the canonical files atomically. The stage
+ends by writing ``manifest.json`` (atomically): files, tasks, records per seed and whether
+every (task, seed) is present exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from amc.config import RunConfig, config_hash
+from amc.pipeline.io import write_jsonl_atomic
+from amc.pipeline.params import PipelineParams
+from amc.registry import ENVIRONMENTS
+from amc.results import read_jsonl, results_path, write_json_atomic
+from amc.runner import _method_run_config, resolve_methods, run_methods, task_list
+
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class CollectResult:
+    """What a collect produced."""
+
+    out_dir: Path
+    files: list[Path]
+    tasks: int
+    records: int
+    complete: bool
+
+
+def run_config(p: PipelineParams, out_dir: Path | None = None,
+               task_ids: Sequence[str] | None = None) -> RunConfig:
+    """The runner configuration of the collect stage (Best-of-G on the train split)."""
+    c = p.collect
+    return RunConfig(
+        env=p.env, prior=p.prior, smc=p.smc.model_copy(update={"resample": "never"}),
+        methods=(f"bon@{c.rollouts}",), split=c.split, max_tasks=c.max_tasks,
+        task_ids=tuple(task_ids) if task_ids is not None else None, seeds=c.seeds,
+        max_concurrent_tasks=c.max_concurrent_tasks,
+        max_concurrent_particles=c.max_concurrent_particles, out_dir=out_dir or c.out_dir)
+
+
+def drop_stale(cfg: RunConfig) -> list[Path]:
+    """Delete results files of ``cfg`` written under another configuration (DVC persists them).
+
+    Returns the deleted paths. Files of the current configuration are kept (resume).
+    """
+    dropped = []
+    for m in resolve_methods(cfg):
+        want = config_hash(_method_run_config(cfg, m))
+        for seed in cfg.seeds:
+            path = results_path(cfg.out_dir, m.name, seed)
+            first = next(read_jsonl(path), None)
+            if first is not None and first.get("config_hash") != want:
+                path.unlink()
+                dropped.append(path)
+    return dropped
+
+
+def all_tasks(p: PipelineParams) -> list[str]:
+    """The collect split's task ids (after max_tasks)."""
+    cfg = run_config(p)
+    suite = ENVIRONMENTS.build(cfg.env.name, cfg.env.options)
+    try:
+        return task_list(cfg, suite)
+    finally:
+        suite.close()
+
+
+def shard_dir(p: PipelineParams, k: int, n_shards: int) -> Path:
+    """Where shard k of K writes."""
+    return p.collect.out_dir / "shards" / f"{k}-of-{n_shards}"
+
+
+def collect(p: PipelineParams, *, shard: tuple[int, int] | None = None,
+            progress: bool = True) -> CollectResult:
+    """Run (or resume) the collection; with ``shard=(k, K)`` only every K-th task."""
+    if shard is None:
+        cfg = run_config(p)
+    else:
+        k, n_shards = shard
+        if not 0 <= k < n_shards:
+            raise ValueError(f"shard {k} of {n_shards}: need 0 <= k < K")
+        ids = all_tasks(p)[k::n_shards]
+        cfg = run_config(p, shard_dir(p, k, n_shards), ids)
+        if not ids:
+            return CollectResult(cfg.out_dir, [], 0, 0, True)
+    drop_stale(cfg)
+    asyncio.run(run_methods(cfg, progress=progress))
+    if shard is not None:
+        files = [results_path(cfg.out_dir, m.name, s)
+                 for m in resolve_methods(cfg) for s in cfg.seeds]
+        n = sum(1 for f in files for _ in read_jsonl(f))
+        return CollectResult(cfg.out_dir, files, len(cfg.task_ids or ()), n, True)
+    return write_manifest(p)
+
+
+def merge_shards(p: PipelineParams) -> CollectResult:
+    """Fold shard files into the canonical files (atomically), drop the shards, write manifest.
+
+    A record already in the canonical file wins; a (task, seed) is never written twice.
+    """
+    cfg = run_config(p)
+    root = p.collect.out_dir / "shards"
+    for m in resolve_methods(cfg):
+        want = config_hash(_method_run_config(cfg, m))
+        for seed in cfg.seeds:
+            dest = results_path(cfg.out_dir, m.name, seed)
+            recs = {str(r["task_id"]): r for r in read_jsonl(dest)}
+            for part in sorted(root.glob(f"*/{dest.name}")):
+                for r in read_jsonl(part):
+                    if r.get("config_hash") == want:
+                        recs.setdefault(str(r["task_id"]), r)
+            if recs:
+                write_jsonl_atomic(dest, list(recs.values()))
+    shutil.rmtree(root, ignore_errors=True)
+    return write_manifest(p)
+
+
+def write_manifest(p: PipelineParams) -> CollectResult:
+    """Check every (task, seed) is present exactly once and write ``manifest.json``."""
+    cfg = run_config(p)
+    tasks = all_tasks(p)
+    files, per_seed, total, complete = [], {}, 0, True
+    for m in resolve_methods(cfg):
+        for seed in cfg.seeds:
+            path = results_path(cfg.out_dir, m.name, seed)
+            ids = [str(r["task_id"]) for r in read_jsonl(path)]
+            dupes = len(ids) - len(set(ids))
+            missing = sorted(set(tasks) - set(ids))
+            complete &= not dupes and not missing
+            per_seed[str(seed)] = {"records": len(ids), "duplicates": dupes,
+                                   "missing": missing[:20], "n_missing": len(missing)}
+            files.append(path)
+            total += len(ids)
+    manifest: dict[str, Any] = {
+        "env": p.env.name, "prior": p.prior.name, "split": p.collect.split,
+        "rollouts": p.collect.rollouts, "tasks": len(tasks), "records": total,
+        "complete": complete, "seeds": per_seed, "files": [f.name for f in files],
+        "config": cfg.model_dump(mode="json"),
+    }
+    write_json_atomic(cfg.out_dir / MANIFEST, manifest)
+    return CollectResult(cfg.out_dir, files, len(tasks), total, complete)

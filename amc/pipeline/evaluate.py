@@ -1,0 +1,196 @@
+"""Stage ``evaluate``: every method over an N grid and several seeds, on the same test tasks.
+
+Methods are configurations of the one SIR driver: ``react`` (N=1), ``bon@N`` (Best-of-N),
+``smc@N`` (SMC with the zero-shot value) and ``smc@N+challenger`` (AMC with the freshly trained
+value model). When a champion is registered, ``smc@N+champion`` runs too, so promotion compares
+the two models on the *same* tasks, N and seeds.
+
+The registry aliases are resolved once, by :func:`plan`, to pinned versions
+(``models:/<name>/<version>``) written to ``<out_dir>/plan.json``; every unit of work (one
+method spec and seed: one results file) then runs against that plan, in this process or in a
+Prefect task elsewhere. :func:`finalize` checks that every (method, seed, task) is present
+exactly once with finite metrics and writes ``metrics/eval.json`` (status ``complete``,
+``incomplete`` or ``failed``). A failed run still writes ``eval.json`` (status ``failed``) so
+that a later promotion refuses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from amc.config import RunConfig, ValueConfig
+from amc.pipeline.collect import drop_stale
+from amc.pipeline.params import PipelineParams, model_name
+from amc.registry import ENVIRONMENTS
+from amc.results import read_jsonl, results_path, write_json_atomic
+from amc.runner import METRICS, run_methods, summarise, task_list
+from amc.smc.records import TaskResult
+
+PLAN = "plan.json"
+
+
+def resolve_alias(name: str, alias: str, uri: str | None = None) -> str | None:
+    """The version ``alias`` points at in the registry (None when absent)."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    from amc.pipeline.lineage import setup
+
+    setup(uri, "amc-evaluate")
+    try:
+        return str(mlflow.MlflowClient().get_model_version_by_alias(name, alias).version)
+    except MlflowException:
+        return None
+
+
+def method_specs(p: PipelineParams, with_champion: bool) -> list[tuple[str, str, int]]:
+    """``(spec, role, N)`` of every method to run, in table order."""
+    e = p.evaluate
+    out: list[tuple[str, str, int]] = []
+    if "react" in e.methods:
+        out.append(("react", "react", 1))
+    for n in e.n_grid:
+        for kind in ("bon", "smc", "amc"):
+            if kind in e.methods:
+                spec = {"bon": f"bon@{n}", "smc": f"smc@{n}", "amc": f"smc@{n}+challenger"}[kind]
+                out.append((spec, kind, n))
+        if with_champion and "amc" in e.methods:
+            out.append((f"smc@{n}+champion", "champion", n))
+    return out
+
+
+def plan(p: PipelineParams) -> dict[str, Any]:
+    """Resolve tasks, model versions and methods; write ``plan.json``; return the plan."""
+    e = p.evaluate
+    models: dict[str, Any] = {"name": None, "challenger": None, "champion": None}
+    if "amc" in e.methods:
+        name = model_name(p)
+        models["name"] = name
+        if e.challenger is not None:
+            models["challenger"] = {"version": None, "uri": e.challenger}
+        else:
+            v = resolve_alias(name, "challenger", p.mlflow_uri)
+            if v is None:
+                raise ValueError(f"no challenger: registered model {name!r} has no alias "
+                                 "'challenger' (run the train stage first)")
+            models["challenger"] = {"version": v, "uri": f"models:/{name}/{v}"}
+        champ = resolve_alias(name, p.promote.alias, p.mlflow_uri) if e.compare_champion \
+            else None
+        if champ is not None and champ != models["challenger"]["version"]:
+            models["champion"] = {"version": champ, "uri": f"models:/{name}/{champ}"}
+    suite = ENVIRONMENTS.build(p.env.name, p.env.options)
+    try:
+        tasks = task_list(RunConfig(env=p.env, split=e.split, max_tasks=e.max_tasks), suite)
+    finally:
+        suite.close()
+    if not tasks:
+        raise ValueError(f"no tasks in split {e.split!r} of {p.env.name}")
+    specs = method_specs(p, models["champion"] is not None)
+    out = {"tasks": tasks, "seeds": list(e.seeds), "n_grid": list(e.n_grid), "models": models,
+           "methods": [{"spec": s, "role": r, "n": n} for s, r, n in specs]}
+    write_json_atomic(e.out_dir / PLAN, out)
+    return out
+
+
+def load_plan(p: PipelineParams) -> dict[str, Any]:
+    """The plan written by :func:`plan` (clear error when missing)."""
+    path = p.evaluate.out_dir / PLAN
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: run the evaluation plan first")
+    import json
+
+    return json.loads(path.read_text())
+
+
+def run_config(p: PipelineParams, pl: dict[str, Any], specs: Sequence[str] | None = None,
+               seeds: Sequence[int] | None = None) -> RunConfig:
+    """Runner configuration of (a subset of) the plan."""
+    e = p.evaluate
+    values = {role: ValueConfig(name="learned", options={"model_uri": m["uri"]})
+              for role in ("challenger", "champion") if (m := pl["models"].get(role))}
+    return RunConfig(
+        env=p.env, prior=p.prior, smc=p.smc, value=e.zero_shot_value, values=values,
+        methods=tuple(specs if specs is not None else [m["spec"] for m in pl["methods"]]),
+        task_ids=tuple(pl["tasks"]), seeds=tuple(seeds if seeds is not None else pl["seeds"]),
+        max_concurrent_tasks=e.max_concurrent_tasks,
+        max_concurrent_particles=e.max_concurrent_particles, out_dir=e.out_dir)
+
+
+def run_unit(p: PipelineParams, spec: str, seed: int, *, progress: bool = False) -> Path:
+    """Run (or resume) one method spec and seed of the plan; returns its results file."""
+    cfg = run_config(p, load_plan(p), [spec], [seed])
+    drop_stale(cfg)
+    asyncio.run(run_methods(cfg, progress=progress))
+    return results_path(cfg.out_dir, spec, seed)
+
+
+def evaluate(p: PipelineParams, *, progress: bool = True) -> dict[str, Any]:
+    """The whole stage: plan, run every unit (resuming), finalize; returns ``eval.json``."""
+    mark_running(p)
+    pl = plan(p)
+    cfg = run_config(p, pl)
+    drop_stale(cfg)
+    try:
+        asyncio.run(run_methods(cfg, progress=progress))
+    except Exception as err:
+        finalize(p, error=f"{type(err).__name__}: {err}")
+        raise
+    return finalize(p)
+
+
+def mark_running(p: PipelineParams) -> None:
+    """Replace ``eval.json`` by a ``running`` status, so a stale file can never be promoted."""
+    write_json_atomic(p.evaluate.metrics_file, {"status": "running", "error": None,
+                                                "models": {}, "methods": {}})
+
+
+def _finite(r: TaskResult) -> bool:
+    return all(math.isfinite(float(r.metrics.get(k, math.nan))) for k in METRICS)
+
+
+def load_results(p: PipelineParams, pl: dict[str, Any]) -> dict[str, list[TaskResult]]:
+    """Results keyed ``spec#seed`` (only the plan's tasks, in plan order, first record wins)."""
+    out: dict[str, list[TaskResult]] = {}
+    wanted = set(pl["tasks"])
+    for m in pl["methods"]:
+        for seed in pl["seeds"]:
+            recs: dict[str, TaskResult] = {}
+            for d in read_jsonl(results_path(p.evaluate.out_dir, m["spec"], seed)):
+                if str(d["task_id"]) in wanted:
+                    recs.setdefault(str(d["task_id"]), TaskResult.from_dict(d))
+            out[f"{m['spec']}#{seed}"] = [recs[t] for t in pl["tasks"] if t in recs]
+    return out
+
+
+def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
+    """Check completeness, summarise per method, write and return ``metrics/eval.json``."""
+    pl = load_plan(p)
+    results = load_results(p, pl)
+    problems = []
+    for key, rs in results.items():
+        if len(rs) != len(pl["tasks"]):
+            problems.append(f"{key}: {len(rs)} of {len(pl['tasks'])} tasks")
+        bad = [r.task_id for r in rs if not _finite(r)]
+        if bad:
+            problems.append(f"{key}: non-finite metrics on tasks {bad[:5]}")
+    status = "failed" if error else ("incomplete" if problems else "complete")
+    rows = {r["method"]: r for r in summarise(results) if r["runs"]}
+    roles = {m["spec"]: m for m in pl["methods"]}
+    methods = {s: {"role": roles[s]["role"], "n": roles[s]["n"], **{
+        k: v for k, v in row.items() if k != "method"}} for s, row in rows.items()}
+    out = {"status": status, "error": error, "problems": problems[:20], "env": p.env.name,
+           "prior": p.prior.name, "split": p.evaluate.split, "n_tasks": len(pl["tasks"]),
+           "seeds": pl["seeds"], "n_grid": pl["n_grid"], "models": pl["models"],
+           "methods": methods}
+    write_json_atomic(p.evaluate.metrics_file, out)
+    return out
+
+
+def metric_key(spec: str, metric: str) -> str:
+    """An MLflow-safe metric name (``smc@4+challenger`` -> ``smc_4_challenger.success``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", spec) + "." + metric

@@ -1,0 +1,112 @@
+"""Lineage of pipeline runs: one MLflow experiment per stage kind, runs tagged with git + DVC.
+
+DVC owns data lineage (``dvc.lock`` hashes every stage's inputs and outputs); MLflow owns runs
+and models. To join the two, every stage run is tagged with the git commit (and whether the
+tree was dirty) and, for each input path, the hash ``dvc.lock`` recorded when the stage that
+produces it last ran (``dvc.input.<path>``), plus the hash of ``dvc.lock`` itself. ``dvc repro``
+writes a stage's lock entry as soon as it finishes, so the upstream entries are current when a
+downstream stage starts.
+
+Tracking always uses a SQLite store (``sqlite:///mlruns/mlflow.db`` unless configured):
+the plain file store refuses to start in MLflow 3.13+.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+EXPERIMENTS = {"collect": "amc-collect", "dataset": "amc-dataset", "train": "amc-value",
+               "evaluate": "amc-evaluate", "promote": "amc-promote", "report": "amc-report"}
+
+
+def setup(uri: str | None, experiment: str) -> str:
+    """Point MLflow at the SQLite store and get-or-create ``experiment``; returns its id."""
+    try:
+        from amc.tracking import setup_tracking
+    except ImportError:  # before amc.tracking exists: the same rules, inline
+        import mlflow
+
+        os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+        uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlruns/mlflow.db"
+        if uri.startswith("sqlite:///"):
+            Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        mlflow.set_tracking_uri(uri)
+        return mlflow.set_experiment(experiment).experiment_id
+    return setup_tracking(uri, experiment)
+
+
+def git_state(cwd: str | Path | None = None) -> dict[str, str]:
+    """``{"git.commit": sha, "git.dirty": "true"/"false"}`` (empty outside a git repo)."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                             text=True, check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=cwd, capture_output=True, text=True, check=True,
+                               timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return {"git.commit": sha, "git.dirty": str(bool(dirty)).lower()}
+
+
+def dvc_input_hashes(inputs: Sequence[str | Path], lock: str | Path = "dvc.lock"
+                     ) -> dict[str, str]:
+    """Tags ``dvc.input.<path>`` = hash of each input as recorded in ``dvc.lock``.
+
+    An input produced by a stage takes that stage's ``outs`` hash; a plain dependency (no
+    producing stage) takes the hash from any stage's ``deps``. Missing entries are skipped.
+    """
+    p = Path(lock)
+    if not p.is_file():
+        return {}
+    data = yaml.safe_load(p.read_text()) or {}
+    outs: dict[str, str] = {}
+    deps: dict[str, str] = {}
+    for stage in (data.get("stages") or {}).values():
+        for kind, table in (("outs", outs), ("deps", deps)):
+            for entry in stage.get(kind) or ():
+                h = entry.get("md5") or entry.get("hash") or entry.get("etag")
+                if h and "path" in entry:
+                    table[str(Path(entry["path"]))] = str(h)
+    tags = {"dvc.lock.sha256": hashlib.sha256(p.read_bytes()).hexdigest()[:16]}
+    for path in inputs:
+        key = str(Path(path))
+        h = outs.get(key) or deps.get(key)
+        if h:
+            tags[f"dvc.input.{key}"] = h
+    return tags
+
+
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested params -> ``{"a.b": "value"}`` strings for ``mlflow.log_params``."""
+    out: dict[str, str] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = str(v)[:500]
+    return out
+
+
+@contextmanager
+def stage_run(kind: str, *, params: Mapping[str, Any], inputs: Sequence[str | Path] = (),
+              uri: str | None = None, tags: Mapping[str, str] | None = None) -> Iterator[Any]:
+    """An MLflow run in the stage kind's experiment, tagged with git and DVC lineage."""
+    import mlflow
+
+    setup(uri, EXPERIMENTS.get(kind, f"amc-{kind}"))
+    all_tags = {"amc.stage": kind, **git_state(), **dvc_input_hashes(inputs)}
+    if os.environ.get("DVC_EXP_NAME"):  # set by `dvc exp run`
+        all_tags["dvc.exp_name"] = os.environ["DVC_EXP_NAME"]
+    all_tags.update(tags or {})
+    with mlflow.start_run(run_name=kind, tags=all_tags) as run:
+        mlflow.log_params(flatten(params))
+        yield run

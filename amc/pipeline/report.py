@@ -1,0 +1,243 @@
+"""Stage ``report``: plots of the evaluation and ``metrics/summary.json``.
+
+Figures (matplotlib PNG under ``plots/``, each with a DVC plot JSON next to it):
+
+- ``success_vs_n``: success rate against N per method (the paper's Fig. 4 shape; ReAct is the
+  N=1 reference line), with standard-error bars;
+- ``cost_quality``: selected reward against tokens and dollars per task, one point per method;
+- ``genealogy``: ESS/N per step and the resampling genealogy (which particle each slot copied)
+  of the most-resampled task of the largest SMC run;
+- ``calibration``: the value function's predictions against the realised future reward of
+  held-out prior rollouts (the evaluation's largest Best-of-N), binned (a reliability curve).
+
+``summary.json`` holds per-method means and standard errors, the calibration scores and the
+promotion decision (when present).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from amc.config import ValueConfig
+from amc.pipeline.evaluate import load_plan, load_results
+from amc.pipeline.io import write_bytes_atomic
+from amc.pipeline.params import PipelineParams
+from amc.registry import ENVIRONMENTS, VALUES
+from amc.results import write_json_atomic
+from amc.smc.records import TaskResult
+from amc.types import History
+
+ROLES = ("react", "bon", "smc", "amc", "champion")
+LABELS = {"react": "ReAct", "bon": "Best-of-N", "smc": "SMC (zero-shot value)",
+          "amc": "AMC (challenger)", "champion": "AMC (champion)"}
+
+
+def _figure() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless; no display on servers
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, path: Path) -> None:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    _figure().close(fig)
+    write_bytes_atomic(path, buf.getvalue())
+
+
+def success_vs_n(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
+    """Success (± s.e.) vs N per method role; returns the DVC plot rows."""
+    plt = _figure()
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    grid = sorted(ev["n_grid"])
+    rows = [{"n": n} for n in grid]
+    for role in ROLES:
+        pts = sorted((m["n"], m["success"], m["success_se"]) for m in ev["methods"].values()
+                     if m["role"] == role)
+        if not pts:
+            continue
+        if role == "react":  # N=1 agent: a reference line across the grid
+            ax.axhline(pts[0][1], ls="--", color="grey", label=LABELS[role])
+            for r in rows:
+                r[role] = pts[0][1]
+            continue
+        ns, ys, es = zip(*pts, strict=True)
+        ax.errorbar(ns, ys, yerr=es, marker="o", capsize=3, label=LABELS[role])
+        for r in rows:
+            r[role] = dict(zip(ns, ys, strict=True)).get(r["n"])
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(grid, [str(n) for n in grid])
+    ax.set(xlabel="particles N", ylabel="success rate", title=f"{ev['env']}: success vs N")
+    ax.legend(fontsize=8)
+    _save(fig, out / "success_vs_n.png")
+    write_json_atomic(out / "success_vs_n.json", rows)
+    return rows
+
+
+def cost_quality(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
+    """Selected reward vs tokens and dollars per task, one point per method spec."""
+    plt = _figure()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    rows = [{"method": s, "tokens": m["tokens_per_task"], "cost_usd": m["cost_per_task"],
+             "reward": m["selected_reward"], "oracle": m["oracle_best"]}
+            for s, m in ev["methods"].items()]
+    for ax, key, label in ((axes[0], "tokens", "tokens per task"),
+                           (axes[1], "cost_usd", "dollars per task")):
+        for r in rows:
+            ax.scatter(r[key], r["reward"])
+            ax.annotate(r["method"], (r[key], r["reward"]), fontsize=7)
+        ax.set(xlabel=label, ylabel="selected reward")
+    fig.suptitle("cost vs quality")
+    _save(fig, out / "cost_quality.png")
+    write_json_atomic(out / "cost_quality.json", rows)
+    return rows
+
+
+def pick_smc_task(ev: dict[str, Any], results: dict[str, list[TaskResult]]
+                  ) -> TaskResult | None:
+    """The most-resampled task of the largest-N SMC run (AMC preferred)."""
+    for role in ("amc", "champion", "smc"):
+        specs = sorted((m["n"], s) for s, m in ev["methods"].items() if m["role"] == role)
+        if specs:
+            spec = specs[-1][1]
+            rs = [r for k, v in results.items() if k.startswith(spec + "#") for r in v]
+            if rs:
+                return max(rs, key=lambda r: sum(s.resampled for s in r.steps))
+    return None
+
+
+def genealogy(rec: TaskResult | None, out: Path) -> list[dict[str, Any]]:
+    """ESS/N per step and the ancestor lines of resampling steps of one task."""
+    plt = _figure()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    rows: list[dict[str, Any]] = []
+    if rec is not None:
+        n = rec.n_particles
+        rows = [{"t": s.t, "ess_over_n": s.ess / n, "resampled": int(s.resampled)}
+                for s in rec.steps]
+        a1.plot([r["t"] for r in rows], [r["ess_over_n"] for r in rows], marker="o")
+        for s in rec.steps:
+            if s.resampled:
+                a1.axvline(s.t, color="red", alpha=0.3)
+            anc = s.ancestors if s.ancestors else list(range(n))
+            for i, a in enumerate(anc):
+                a2.plot([s.t - 1, s.t], [a, i], color="red" if s.resampled else "grey",
+                        lw=0.8, alpha=0.8)
+        a1.set_title(f"task {rec.task_id} ({rec.method}, seed {rec.seed})")
+    a1.set(xlabel="step t", ylabel="ESS / N", ylim=(0, 1.05))
+    a2.set(xlabel="step t", ylabel="particle slot", title="resampling genealogy")
+    _save(fig, out / "genealogy.png")
+    write_json_atomic(out / "ess.json", rows)
+    return rows
+
+
+def calibration_states(results: dict[str, list[TaskResult]], spec: str, limit: int, seed: int
+                       ) -> list[tuple[History, float]]:
+    """(prefix history, realised future reward) pairs from ``spec``'s trajectories."""
+    pairs = []
+    for key, rs in results.items():
+        if not key.startswith(spec + "#"):
+            continue
+        for r in rs:
+            for tr in r.trajectories:
+                rewards = [s.reward for s in tr.steps]
+                for k in range(len(tr.steps)):
+                    pairs.append((History(r.task_id, r.observation0, tr.steps[:k]),
+                                  float(sum(rewards[k:]))))
+    if len(pairs) > limit:
+        idx = np.random.default_rng(seed).choice(len(pairs), size=limit, replace=False)
+        pairs = [pairs[i] for i in sorted(idx)]
+    return pairs
+
+
+async def _score(p: PipelineParams, value: ValueConfig, hs: list[History]) -> list[float]:
+    env_opts = ENVIRONMENTS.validate(p.env.name, p.env.options)
+    v = VALUES.build(value.name, value.options or None, beta=p.smc.beta, prior=None,
+                     env_name=p.env.name, env_options=env_opts)
+    try:
+        return [float(x) for x in await v.score(hs)]
+    finally:
+        await v.aclose()
+
+
+def calibration(p: PipelineParams, ev: dict[str, Any], results: dict[str, list[TaskResult]],
+                out: Path) -> dict[str, Any]:
+    """Reliability curve of the challenger (else the zero-shot value) on prior rollouts."""
+    plt = _figure()
+    chal = (ev.get("models") or {}).get("challenger")
+    value = (ValueConfig(name="learned", options={"model_uri": chal["uri"]}) if chal
+             else p.evaluate.zero_shot_value)
+    bons = sorted((m["n"], s) for s, m in ev["methods"].items() if m["role"] in ("bon", "react"))
+    pairs = calibration_states(results, bons[-1][1], p.report.calibration_states, 0) if bons \
+        else []
+    fig, ax = plt.subplots(figsize=(4.5, 4))
+    stats: dict[str, Any] = {"value": value.name, "states": len(pairs)}
+    rows: list[dict[str, Any]] = []
+    if pairs:
+        pred = np.array(asyncio.run(_score(p, value, [h for h, _ in pairs])))
+        real = np.array([y for _, y in pairs])
+        edges = np.quantile(pred, np.linspace(0, 1, p.report.calibration_bins + 1))
+        which = np.clip(np.searchsorted(edges, pred, side="right") - 1, 0,
+                        p.report.calibration_bins - 1)
+        for b in range(p.report.calibration_bins):
+            sel = which == b
+            if sel.any():
+                rows.append({"predicted": float(pred[sel].mean()),
+                             "realised": float(real[sel].mean()), "count": int(sel.sum())})
+        ax.scatter(pred, real, s=6, alpha=0.3, label="states")
+        ax.plot([r["predicted"] for r in rows], [r["realised"] for r in rows], marker="o",
+                color="C1", label="binned")
+        lo, hi = float(min(pred.min(), real.min())), float(max(pred.max(), real.max()))
+        ax.plot([lo, hi], [lo, hi], ls="--", color="grey")
+        stats["mae"] = float(np.abs(pred - real).mean())
+        corr = np.corrcoef(pred, real)[0, 1] if pred.std() > 0 and real.std() > 0 else math.nan
+        stats["pearson"] = float(corr) if math.isfinite(corr) else None
+        ax.legend(fontsize=8)
+    ax.set(xlabel="predicted future reward", ylabel="realised future reward",
+           title=f"calibration: {value.name}")
+    _save(fig, out / "calibration.png")
+    write_json_atomic(out / "calibration.json", rows)
+    return stats
+
+
+def summary(ev: dict[str, Any], promotion: dict[str, Any] | None,
+            calib: dict[str, Any]) -> dict[str, Any]:
+    """Per-method means and standard errors + calibration + the promotion decision."""
+    keep = ("role", "n", "tasks", "runs", "oracle_best", "oracle_best_se", "selected_reward",
+            "selected_reward_se", "weighted_mean_reward", "weighted_mean_reward_se", "success",
+            "success_se", "tokens_per_task", "cost_per_task")
+    return {"env": ev["env"], "eval_status": ev["status"],
+            "methods": {s: {k: m.get(k) for k in keep} for s, m in ev["methods"].items()},
+            "calibration": calib,
+            "promotion": None if promotion is None else {
+                k: promotion.get(k) for k in ("promote", "reason", "challenger_version",
+                                              "champion_after", "delta", "se")}}
+
+
+def report(p: PipelineParams, *, calibrate: bool = True) -> dict[str, Any]:
+    """Write every plot and ``summary.json``; returns the summary."""
+    ev_path = p.evaluate.metrics_file
+    if not ev_path.is_file():
+        raise FileNotFoundError(f"{ev_path} not found: run the evaluate stage first")
+    ev = json.loads(ev_path.read_text())
+    results = load_results(p, load_plan(p))
+    out = p.report.plots_dir
+    out.mkdir(parents=True, exist_ok=True)
+    success_vs_n(ev, out)
+    cost_quality(ev, out)
+    genealogy(pick_smc_task(ev, results), out)
+    calib = calibration(p, ev, results, out) if calibrate else {}
+    pf = p.promote.out_file
+    s = summary(ev, json.loads(pf.read_text()) if pf.is_file() else None, calib)
+    write_json_atomic(p.report.summary_file, s)
+    return s
