@@ -1,9 +1,12 @@
 """Session-wide test environment: no telemetry, offline models, temp state directories."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
 _TMP = tempfile.mkdtemp(prefix="amc-tests-")
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 for key, value in {
     "PREFECT_HOME": os.path.join(_TMP, "prefect"),
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
