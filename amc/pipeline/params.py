@@ -105,6 +105,25 @@ class ReportParams(Frozen):
     """Bins of the reliability curve."""
 
 
+class FlowParams(Frozen):
+    """``flows``: how the Prefect flows fan out (not read by any DVC stage)."""
+
+    task_runner: Literal["thread", "dask"] = "thread"
+    """thread = ThreadPoolTaskRunner; dask = prefect-dask DaskTaskRunner (the scale extra)."""
+    max_workers: int = Field(2, ge=1)
+    """Thread-pool workers, or local Dask workers when no address is given."""
+    dask_address: str | None = None
+    """Address of an existing Dask scheduler (tcp://host:8786); None = a local cluster."""
+    dask_processes: bool = True
+    """Local Dask cluster with worker processes (True) or threads (False)."""
+    collect_shards: int = Field(2, ge=1)
+    """Collect fans out over this many task shards (one Prefect task each)."""
+    retrain_cron: str = "0 3 * * 1"
+    """Schedule of the retrain_and_promote deployment (default: Mondays 03:00)."""
+    evaluate_cron: str = "0 4 * * *"
+    """Schedule of the evaluate deployment (default: daily 04:00)."""
+
+
 class PipelineParams(Frozen):
     """The sections of ``params.yaml`` the pipeline stages read (others are ignored)."""
 
@@ -122,6 +141,8 @@ class PipelineParams(Frozen):
     """Promotion gate."""
     report: ReportParams = ReportParams()
     """Reports and plots."""
+    flows: FlowParams = FlowParams()
+    """Prefect flow settings."""
     mlflow_uri: str | None = None
     """MLflow tracking URI (None: $MLFLOW_TRACKING_URI or sqlite:///mlruns/mlflow.db)."""
 

@@ -1,0 +1,82 @@
+"""Flow ``amc-evaluate``: every (method, seed) of the evaluation plan as one Prefect task.
+
+:func:`amc.pipeline.evaluate.plan` resolves the registry aliases to pinned versions once; the
+units (one results file each, so no two tasks write the same file) fan out on the configured
+task runner, retried and resumable; :func:`finalize` checks completeness and writes
+``metrics/eval.json``. The evaluation is published as a markdown report and a table artifact
+(keys ``amc-evaluation`` and ``amc-evaluation-table``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from prefect import flow, task, unmapped
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from amc.pipeline import evaluate as lib
+from amc.pipeline.stages import log_evaluation
+from flows._common import default_runner, eval_markdown, eval_table, params, task_runner
+
+
+@task(name="evaluate-plan", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)
+def plan(params_path: str, overrides: list[str]) -> list[tuple[str, int]]:
+    """Resolve tasks, model versions and methods; returns the (spec, seed) units."""
+    p = params(params_path, overrides)
+    lib.mark_running(p)
+    pl = lib.plan(p)
+    return [(m["spec"], s) for m in pl["methods"] for s in pl["seeds"]]
+
+
+@task(name="evaluate-unit", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)
+def run_unit(params_path: str, overrides: list[str], unit: tuple[str, int]) -> str:
+    """Run (or resume) one method spec and seed; returns its results file."""
+    spec, seed = unit
+    return str(lib.run_unit(params(params_path, overrides), spec, seed))
+
+
+@task(name="evaluate-finalize", cache_policy=NO_CACHE)
+def finalize(params_path: str, overrides: list[str], error: str | None = None) -> dict[str, Any]:
+    """Check completeness, write eval.json, record the MLflow run, publish artifacts."""
+    p = params(params_path, overrides)
+    ev = lib.finalize(p, error=error)
+    log_evaluation(p, ev)
+    create_markdown_artifact(key="amc-evaluation", markdown=eval_markdown(ev),
+                             description=f"AMC evaluation ({ev['status']})")
+    if ev["methods"]:
+        create_table_artifact(key="amc-evaluation-table", table=eval_table(ev),
+                              description="per-method mean ± s.e.")
+    return ev
+
+
+@flow(name="amc-evaluate", log_prints=True, task_runner=default_runner())
+def evaluate_flow(params_path: str = "params.yaml", overrides: list[str] | None = None
+                  ) -> str:
+    """Evaluate every method; returns the path of eval.json (raises unless complete)."""
+    ov = list(overrides or [])
+    units = plan(params_path, ov)
+    futures = run_unit.map(unmapped(params_path), unmapped(ov), units)
+    errors = []
+    for f in futures:
+        try:
+            f.result()
+        except Exception as err:  # every unit still gets its chance; failures are recorded
+            errors.append(f"{type(err).__name__}: {err}")
+    ev = finalize(params_path, ov, "; ".join(errors)[:1000] or None)
+    if ev["status"] != "complete":
+        raise RuntimeError(f"evaluation {ev['status']}: {ev.get('error') or ev['problems'][:3]}")
+    path = str(params(params_path, ov).evaluate.metrics_file)
+    print(json.dumps({s: round(m["success"], 3) for s, m in ev["methods"].items()}))
+    return path
+
+
+def configured(params_path: str = "params.yaml", overrides: list[str] | None = None) -> Any:
+    """``evaluate_flow`` with the task runner that ``flows.task_runner`` selects."""
+    return evaluate_flow.with_options(task_runner=task_runner(params(params_path,
+                                                                     overrides or [])))
+
+
+if __name__ == "__main__":
+    configured()()
