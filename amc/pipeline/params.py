@@ -62,6 +62,8 @@ class EvaluateParams(Frozen):
     """Run seeds; every method runs every seed on the same tasks."""
     zero_shot_value: ValueConfig = ValueConfig(name="none")
     """Value of the plain smc method (none = reward-so-far twist; zero-shot = LLM judge)."""
+    learned_value: str = "learned"
+    """Value registry name that loads a model URI (option model_uri) for amc/champion."""
     challenger: str | None = None
     """Value model URI of amc (None: models:/amc-value-<env>@challenger from the registry)."""
     compare_champion: bool = True
