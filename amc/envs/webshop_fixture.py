@@ -78,7 +78,7 @@ def fixture_annotations(products: list[dict[str, Any]], seed: int = 0) -> dict[s
     rng = np.random.default_rng([seed, 1])
     out: dict[str, Any] = {}
     for i, p in enumerate(products):
-        noun, _, query, attrs, _ = _TYPES[i % len(_TYPES)]
+        _, _, query, attrs, _ = _TYPES[i % len(_TYPES)]
         own = [a for a in attrs if a.title() in p["name"] or a in p["full_description"]]
         entry: dict[str, Any] = {"attributes": own}
         if i % 3 != 2:
