@@ -177,6 +177,13 @@ class WebShopEnv:
             return None
         return FORCED_BUY_ACTION
 
+    def available_actions(self) -> dict[str, Any]:
+        """``{"has_search_bar", "clickables"}`` as the AgentGym server's /available_actions."""
+        s = self._session()
+        if s.done:
+            return {"has_search_bar": False, "clickables": []}
+        return {"has_search_bar": s.page == "search", "clickables": list(self.clickables())}
+
     @property
     def instruction(self) -> str:
         """The goal's instruction text."""

@@ -50,6 +50,7 @@ def test_search_page_observation(suite: WebShopSuite) -> None:
     obs = env.reset("0")
     assert obs == f"WebShop [SEP] Instruction: [SEP] {env.instruction} [SEP] Search"
     assert env.valid_actions() == ["search[<keywords>]"]
+    assert env.available_actions() == {"has_search_bar": True, "clickables": ["search"]}
     assert env.final_action() == "click[buy now]"
 
 
@@ -109,6 +110,9 @@ def test_pagination_and_navigation(suite: WebShopSuite) -> None:
     assert "click[< prev]" not in env.valid_actions()
     page1 = [a for a in env.valid_actions() if a.startswith("click[fx")]
     assert len(page1) == 10
+    agentgym = env.available_actions()
+    assert not agentgym["has_search_bar"]
+    assert agentgym["clickables"] == ["back to search", "next >"] + [a[6:-1] for a in page1]
     r = env.step("click[next >]")
     assert "Page 2 (Total results: 36) [SEP] < Prev [SEP] Next >" in r.observation
     page2 = [a for a in env.valid_actions() if a.startswith("click[fx")]
