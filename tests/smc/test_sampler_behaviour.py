@@ -241,11 +241,16 @@ def test_diagnostics_are_complete(synth):
 def test_forced_final_action_applies_to_every_method(synth):
     """An env's final_action() (WebShop's forced buy) is stepped once for unfinished particles."""
 
+    class ForcingEnv(_CountingEnv):
+        def final_action(self):
+            return "a0"
+
+        def fork(self):
+            return ForcingEnv(self.env.fork(), self.suite)
+
     class Forcing(CountingSuite):
         def make(self):
-            env = super().make()
-            env.final_action = lambda: "a0"
-            return env
+            return ForcingEnv(self.inner.make(), self)
 
     suite = Forcing(synth["suite"])
     for spec in ("react", "bon@4"):
