@@ -113,6 +113,8 @@ VALUES: Registry[Any] = Registry("value function")
 # missing is skipped here; asking for its name then fails with "unknown ... known: ...".
 BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.synthetic",
+    "amc.envs.textcraft",
+    "amc.envs.agentgym",
     "amc.value.simple",
 )
 

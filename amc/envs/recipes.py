@@ -65,7 +65,7 @@ class Recipe:
         return (self.output, self.count, self.inputs)
 
 
-@dataclass
+@dataclass(eq=False)  # identity hash: books are cached and used as cache keys
 class RecipeBook:
     """Recipes by item, tags and their members, plus derived depths and values."""
 
