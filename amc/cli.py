@@ -24,6 +24,11 @@ app = typer.Typer(
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+@app.callback()
+def _root() -> None:
+    """Agentic Monte Carlo: steer black-box LLM agents with SMC and a learned value."""
+
 # Exceptions that mean "the user asked for something wrong", shown as one line.
 USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, FileNotFoundError)
 
@@ -51,5 +56,7 @@ def main() -> None:  # pragma: no cover - console entry point
 from amc import cli_run  # noqa: E402,F401
 from amc import cli_envs  # noqa: E402,F401
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+if __name__ == "__main__":  # pragma: no cover - `python -m amc.cli`: use the imported module
+    from amc.cli import main as _main  # (this file runs as __main__, a second module object)
+
+    sys.exit(_main())

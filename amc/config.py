@@ -109,6 +109,8 @@ class RunConfig(Frozen):
     """The black-box agent."""
     value: ValueConfig = ValueConfig()
     """Default value function for SMC methods."""
+    values: dict[str, ValueConfig] = Field(default_factory=dict)
+    """Named alternative values, picked by a method spec such as smc@15+NAME."""
     smc: SMCConfig = SMCConfig()
     """Default driver settings; methods override n_particles/resample."""
     methods: tuple[str, ...] = ("react", "bon", "smc")
@@ -155,6 +157,20 @@ def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str,
     return out
 
 
+def load_run_config(
+    path: str | Path | None = None, overrides: Iterable[str] = (), section: str | None = None
+) -> RunConfig:
+    """A :class:`RunConfig` from an optional YAML file (or one of its sections) + overrides."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        data = load_yaml(path)
+        if section is not None:
+            if section not in data or not isinstance(data[section], dict):
+                raise ValueError(f"{path}: no mapping section {section!r}")
+            data = data[section]
+    return validate(RunConfig, apply_overrides(data, overrides), "run config")
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping; a clear error for a missing file or a non-mapping."""
     p = Path(path)
@@ -177,7 +193,8 @@ def validate(model: type[Frozen], data: Mapping[str, Any], where: str = "config"
         raise ValueError(f"bad {where}: {msgs}") from None
 
 
-def config_hash(cfg: BaseModel) -> str:
+def config_hash(cfg: BaseModel | Mapping[str, Any]) -> str:
     """Short stable hash of a resolved config (for result records and resume checks)."""
-    blob = json.dumps(cfg.model_dump(mode="json"), sort_keys=True).encode()
+    data = cfg.model_dump(mode="json") if isinstance(cfg, BaseModel) else cfg
+    blob = json.dumps(data, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:12]

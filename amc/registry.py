@@ -18,8 +18,8 @@ options model first, when the entry has one, then keyword context):
   (``prior`` is the run's prior, so LLM-backed values can share its client, retries and ledger)
 
 Factories must accept and ignore unknown keyword context (``**_``) so that new context can be
-added later. Modules register themselves on import; :func:`load_builtin_components` imports the built-in
-ones lazily so that importing :mod:`amc` stays cheap.
+added later. Modules register themselves on import; :func:`load_builtin_components` imports
+the built-in ones lazily so that importing :mod:`amc` stays cheap.
 """
 
 from __future__ import annotations

@@ -35,7 +35,9 @@ class Usage:
     cost_usd: float = 0.0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+        return Usage(
+            **{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
+        )
 
     @property
     def total_tokens(self) -> int:

@@ -84,7 +84,8 @@ class LogWeights:
         if np.isnan(d).any():
             raise ValueError(f"NaN log-weight increment at {np.flatnonzero(np.isnan(d)).tolist()}")
         # -inf + +inf would be NaN: a zero weight stays zero whatever the increment.
-        out = np.where(np.isneginf(self.log_w), -np.inf, self.log_w + d)
+        with np.errstate(invalid="ignore"):
+            out = np.where(np.isneginf(self.log_w), -np.inf, self.log_w + d)
         return LogWeights(out)
 
     @property

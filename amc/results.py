@@ -1,0 +1,83 @@
+"""Crash-safe results: one JSON line per finished task, appended and fsynced immediately.
+
+A run directory holds one file per (method, seed), ``<method>__seed<k>.jsonl``. A crash loses at
+most the tasks in flight; re-running reads the file and skips the task ids already present
+(resume). A torn last line (killed mid-write) is ignored and rewritten. Files are never
+rewritten in place except by :func:`write_json_atomic` (write to a temp file, then rename).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+_lock = threading.Lock()
+
+
+def results_path(out_dir: str | Path, method: str, seed: int) -> Path:
+    """The results file of one (method, seed) in ``out_dir``."""
+    safe = re.sub(r"[^A-Za-z0-9_.@+-]", "_", method)
+    return Path(out_dir) / f"{safe}__seed{seed}.jsonl"
+
+
+def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Records of a JSON-lines file; a torn (unparseable) last line is skipped."""
+    p = Path(path)
+    if not p.exists():
+        return
+    lines = p.read_text().splitlines()
+    for k, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError:
+            if k == len(lines) - 1:
+                return  # torn write from a crash; the task reruns
+            raise ValueError(f"{p}:{k + 1}: corrupt results line") from None
+
+
+def repair_tail(path: str | Path) -> None:
+    """Drop a torn last line left by a crash, so appends start on a fresh line."""
+    p = Path(path)
+    if not p.exists():
+        return
+    data = p.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with open(p, "r+b") as f:
+            f.truncate(cut)
+
+
+def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
+    """Append one record as a line and fsync it (thread-safe within the process)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(record, separators=(",", ":")) + "\n"
+    with _lock, open(p, "a") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def write_json_atomic(path: str | Path, obj: Any) -> None:
+    """Write JSON via a temp file and an atomic rename (readers never see half a file)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=2, sort_keys=True)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,147 @@
+"""What one task's run produces: per-step diagnostics, trajectories, scores and usage.
+
+A :class:`TaskResult` is written as one JSON line as soon as its task finishes::
+
+    {task_id, env, method, seed, n_particles, config_hash,
+     steps: [{t, ess, resampled, ancestors, log_weights, values, log_z_increment, ...}],
+     trajectories: [{pid, slot, lineage, steps: [...], total_reward, done,
+                     final_log_weight, failure}],
+     metrics: {oracle_best, selected_reward, weighted_mean_reward, success, ...},
+     usage: {prompt_tokens, completion_tokens, cached_tokens, calls, retries, cost_usd},
+     wall_s, failures: [...]}
+
+``trajectories`` holds the final population (``slot`` = its index) plus every finished
+trajectory that resampling later dropped (``slot`` = null): together, the pool every method is
+scored over.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from amc.types import History, Step, Usage
+
+
+def _finite(x: float) -> float | str:
+    """JSON has no inf/nan: store them as strings."""
+    return x if math.isfinite(x) else str(x)
+
+
+def _num(x: Any) -> float:
+    return float(x)
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """Diagnostics of one SMC step (after weighting and any resampling)."""
+
+    t: int
+    ess: float
+    resampled: bool
+    ancestors: list[int] | None
+    log_weights: list[float]
+    values: list[float | None]
+    log_z_increment: float
+    n_live: int
+    degenerate: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["log_weights"] = [_finite(x) for x in self.log_weights]
+        d["log_z_increment"] = _finite(self.log_z_increment)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StepInfo:
+        return cls(
+            t=int(d["t"]), ess=float(d["ess"]), resampled=bool(d["resampled"]),
+            ancestors=d.get("ancestors"), log_weights=[_num(x) for x in d["log_weights"]],
+            values=list(d["values"]), log_z_increment=_num(d["log_z_increment"]),
+            n_live=int(d["n_live"]), degenerate=bool(d.get("degenerate", False)),
+        )
+
+
+@dataclass(frozen=True)
+class TrajectoryRecord:
+    """One trajectory of the pool, with its final log-weight."""
+
+    pid: int
+    slot: int | None
+    lineage: tuple[int, ...]
+    steps: tuple[Step, ...]
+    total_reward: float
+    done: bool
+    final_log_weight: float
+    failure: str | None = None
+
+    def history(self, task_id: str, observation0: str) -> History:
+        """The trajectory as a :class:`History` (for value-model datasets)."""
+        return History(task_id, observation0, self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid, "slot": self.slot, "lineage": list(self.lineage),
+            "steps": [s.to_dict() for s in self.steps], "total_reward": self.total_reward,
+            "done": self.done, "final_log_weight": _finite(self.final_log_weight),
+            "failure": self.failure,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TrajectoryRecord:
+        return cls(
+            pid=int(d["pid"]), slot=d.get("slot"), lineage=tuple(d.get("lineage", ())),
+            steps=tuple(Step.from_dict(s) for s in d["steps"]),
+            total_reward=float(d["total_reward"]), done=bool(d["done"]),
+            final_log_weight=_num(d["final_log_weight"]), failure=d.get("failure"),
+        )
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """Everything one (task, method, seed) run produced."""
+
+    task_id: str
+    env: str
+    method: str
+    seed: int
+    n_particles: int
+    config_hash: str
+    steps: tuple[StepInfo, ...]
+    trajectories: tuple[TrajectoryRecord, ...]
+    metrics: Mapping[str, float]
+    usage: Usage
+    wall_s: float
+    failures: tuple[Mapping[str, Any], ...] = ()
+    observation0: str = ""
+
+    @property
+    def population(self) -> list[TrajectoryRecord]:
+        """The final population, in slot order."""
+        return sorted((r for r in self.trajectories if r.slot is not None), key=lambda r: r.slot)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id, "env": self.env, "method": self.method, "seed": self.seed,
+            "n_particles": self.n_particles, "config_hash": self.config_hash,
+            "observation0": self.observation0,
+            "steps": [s.to_dict() for s in self.steps],
+            "trajectories": [r.to_dict() for r in self.trajectories],
+            "metrics": {k: _finite(float(v)) for k, v in self.metrics.items()},
+            "usage": self.usage.to_dict(), "cost_usd": self.usage.cost_usd,
+            "wall_s": self.wall_s, "failures": [dict(f) for f in self.failures],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TaskResult:
+        return cls(
+            task_id=str(d["task_id"]), env=d["env"], method=d["method"], seed=int(d["seed"]),
+            n_particles=int(d["n_particles"]), config_hash=d.get("config_hash", ""),
+            steps=tuple(StepInfo.from_dict(s) for s in d["steps"]),
+            trajectories=tuple(TrajectoryRecord.from_dict(r) for r in d["trajectories"]),
+            metrics={k: _num(v) for k, v in d["metrics"].items()},
+            usage=Usage.from_dict(d["usage"]), wall_s=float(d["wall_s"]),
+            failures=tuple(d.get("failures", ())), observation0=d.get("observation0", ""),
+        )

@@ -1,0 +1,237 @@
+"""Driver behaviour: order independence, forking, baselines, failures and degenerate weights."""
+
+import asyncio
+
+import numpy as np
+import pytest
+from conftest import BETA, TASK
+
+from amc.config import SMCConfig
+from amc.envs.synthetic import SyntheticEnv
+from amc.smc.methods import parse_method
+from amc.smc.sampler import run_task
+from amc.types import AgentTurn, Usage
+
+
+def _comparable(res):
+    d = res.to_dict()
+    d.pop("wall_s")
+    return d
+
+
+class JitteryPrior:
+    """Wraps a prior with random latencies from an *unrelated* generator (network jitter)."""
+
+    def __init__(self, inner, seed):
+        self.inner, self.jitter = inner, np.random.default_rng(seed)
+
+    async def propose(self, history, rng):
+        await asyncio.sleep(float(self.jitter.uniform(0, 0.004)))
+        return await self.inner.propose(history, rng)
+
+    async def aclose(self):
+        pass
+
+
+class JitteryValue:
+    def __init__(self, inner, seed):
+        self.inner, self.jitter = inner, np.random.default_rng(seed)
+
+    async def score(self, hs):
+        await asyncio.sleep(float(self.jitter.uniform(0, 0.004)))
+        return await self.inner.score(hs)
+
+    async def aclose(self):
+        pass
+
+
+def _run_tasks(synth, prior, value, smc, tasks, seed=3, limit=5):
+    async def go():
+        sem = asyncio.Semaphore(limit)
+        return await asyncio.gather(*(
+            run_task(suite=synth["suite"], prior=prior, value=value, task_id=t, smc=smc,
+                     seed=seed, semaphore=sem) for t in tasks))
+    return asyncio.run(go())
+
+
+def test_results_do_not_depend_on_completion_order(synth):
+    smc = SMCConfig(n_particles=16, max_steps=3, beta=BETA, resample="ess", ess_threshold=0.9)
+    tasks = [str(i) for i in range(6)]
+    base = _run_tasks(synth, synth["prior"], synth["exact"], smc, tasks)
+    assert any(s.resampled for r in base for s in r.steps)
+    for jitter_seed in (1, 2):
+        jittery = _run_tasks(synth, JitteryPrior(synth["prior"], jitter_seed),
+                             JitteryValue(synth["exact"], jitter_seed), smc, tasks)
+        assert [_comparable(r) for r in jittery] == [_comparable(r) for r in base]
+
+
+def test_different_seeds_give_different_runs(synth):
+    smc = SMCConfig(n_particles=8, max_steps=3, beta=BETA, resample="fixed", resample_steps=(1,))
+    a = _run_tasks(synth, synth["prior"], synth["exact"], smc, [TASK], seed=1)[0]
+    b = _run_tasks(synth, synth["prior"], synth["exact"], smc, [TASK], seed=2)[0]
+    assert _comparable(a) != _comparable(b)
+
+
+def test_fork_never_changes_the_parent():
+    env = SyntheticEnv(__import__("amc.envs.synthetic", fromlist=["x"]).SyntheticOptions())
+    env.reset("3")
+    env.step("a0")
+    child = env.fork()
+    before = env.node
+    child.step("a1")
+    assert env.node == before and child.node != before
+    assert env.step("a2").info["node"] == (0, 2)
+
+
+class CountingSuite:
+    """The synthetic suite, counting forks and closes of its environments."""
+
+    name = "synthetic"
+
+    def __init__(self, inner):
+        self.inner, self.forks, self.closes, self.made = inner, 0, 0, 0
+
+    def make(self):
+        self.made += 1
+        return _CountingEnv(self.inner.make(), self)
+
+    def task_ids(self, split):
+        return self.inner.task_ids(split)
+
+    def close(self):
+        pass
+
+
+class _CountingEnv:
+    io_bound = False
+
+    def __init__(self, env, suite):
+        self.env, self.suite = env, suite
+
+    def reset(self, t):
+        return self.env.reset(t)
+
+    def step(self, a):
+        return self.env.step(a)
+
+    def valid_actions(self):
+        return self.env.valid_actions()
+
+    def fork(self):
+        self.suite.forks += 1
+        return _CountingEnv(self.env.fork(), self.suite)
+
+    def close(self):
+        self.suite.closes += 1
+
+
+def test_selected_k_times_keeps_env_once_and_forks_k_minus_1(synth):
+    suite = CountingSuite(synth["suite"])
+    smc = SMCConfig(n_particles=12, max_steps=3, beta=BETA, resample="fixed",
+                    resample_steps=(1, 2), resample_terminated=True)
+    res = asyncio.run(run_task(suite=suite, prior=synth["prior"], value=synth["exact"],
+                               task_id=TASK, smc=smc, seed=0))
+    expected_forks = 11  # initial population: reset once, fork N - 1 times
+    for s in res.steps:
+        if s.resampled:
+            expected_forks += 12 - len(set(s.ancestors))
+    assert suite.forks == expected_forks
+    assert suite.closes == suite.forks + suite.made  # every environment closed exactly once
+
+
+def test_best_of_n_never_resamples_nor_calls_the_value(synth):
+    class Exploding:
+        async def score(self, hs):
+            raise AssertionError("Best-of-N must not call the value model")
+
+        async def aclose(self):
+            pass
+
+    m = parse_method("bon@8", SMCConfig(max_steps=3, beta=BETA), synth and
+                     __import__("amc.config", fromlist=["x"]).ValueConfig())
+    res = asyncio.run(run_task(suite=synth["suite"], prior=synth["prior"], value=Exploding(),
+                               task_id=TASK, smc=m.smc, seed=0))
+    assert res.n_particles == 8 and not any(s.resampled for s in res.steps)
+    assert len(res.population) == 8
+    # importance weights of Best-of-N are exp(R / beta): selection = the best reward
+    assert res.metrics["selected_reward"] == pytest.approx(res.metrics["oracle_best"])
+
+
+def test_react_is_one_particle(synth):
+    from amc.config import ValueConfig
+    m = parse_method("react", SMCConfig(max_steps=3, beta=BETA), ValueConfig())
+    res = asyncio.run(run_task(suite=synth["suite"], prior=synth["prior"], value=synth["zero"],
+                               task_id=TASK, smc=m.smc, seed=0))
+    assert res.n_particles == 1 and len(res.trajectories) == 1
+    r = res.trajectories[0].total_reward
+    assert res.metrics["oracle_best"] == res.metrics["selected_reward"] == r
+
+
+def test_bad_method_specs():
+    from amc.config import ValueConfig
+    for spec, msg in [("react@3", "exactly one"), ("bon@0", ">= 1"), ("xyz", "KIND"),
+                      ("bon+learned", "only smc"), ("smc+nope", "unknown value")]:
+        with pytest.raises(ValueError, match=msg):
+            parse_method(spec, SMCConfig(), ValueConfig())
+
+
+def test_failed_prior_retires_the_particle_and_the_task_continues(synth):
+    class FlakyPrior:
+        async def propose(self, history, rng):
+            if rng.random() < 0.3:
+                return AgentTurn("", "", Usage(calls=1), error="HTTP 400: context too long")
+            return await synth["prior"].propose(history, rng)
+
+        async def aclose(self):
+            pass
+
+    smc = SMCConfig(n_particles=16, max_steps=3, beta=BETA, resample="fixed",
+                    resample_steps=(1, 2))
+    res = asyncio.run(run_task(suite=synth["suite"], prior=FlakyPrior(), value=synth["exact"],
+                               task_id=TASK, smc=smc, seed=4))
+    assert res.failures and all("context" in f["error"] for f in res.failures)
+    assert any(t.failure for t in res.trajectories)
+    assert res.usage.calls >= 16
+    assert np.isfinite(res.metrics["weighted_mean_reward"])
+
+
+def test_all_zero_weights_are_recorded_never_nan(synth):
+    class Hopeless:
+        async def score(self, hs):
+            return [-np.inf] * len(hs)
+
+        async def aclose(self):
+            pass
+
+    smc = SMCConfig(n_particles=8, max_steps=3, beta=BETA, resample="fixed", resample_steps=(1,))
+    res = asyncio.run(run_task(suite=synth["suite"], prior=synth["prior"], value=Hopeless(),
+                               task_id=TASK, smc=smc, seed=0))
+    assert any(s.degenerate for s in res.steps)
+    d = res.to_dict()
+    assert "nan" not in str(d["metrics"]).lower()
+
+
+def test_nan_value_is_a_clear_error(synth):
+    class Broken:
+        async def score(self, hs):
+            return [float("nan")] * len(hs)
+
+        async def aclose(self):
+            pass
+
+    smc = SMCConfig(n_particles=4, max_steps=3, beta=BETA, resample="fixed", resample_steps=(1,))
+    with pytest.raises(ValueError, match="NaN"):
+        asyncio.run(run_task(suite=synth["suite"], prior=synth["prior"], value=Broken(),
+                             task_id=TASK, smc=smc, seed=0))
+
+
+def test_diagnostics_are_complete(synth):
+    smc = SMCConfig(n_particles=8, max_steps=3, beta=BETA, resample="fixed", resample_steps=(1,))
+    res = asyncio.run(run_task(suite=synth["suite"], prior=synth["prior"], value=synth["exact"],
+                               task_id=TASK, smc=smc, seed=0))
+    s1 = res.steps[0]
+    assert s1.resampled and len(s1.ancestors) == 8 and len(s1.log_weights) == 8
+    assert sum(v is not None for v in s1.values) == s1.n_live and 1 <= s1.ess <= 8
+    assert all(v is None for v in res.steps[1].values)
+    t = res.trajectories[0]
+    assert t.steps[0].raw_text.startswith("Thought:") and t.steps[0].action.startswith("a")
