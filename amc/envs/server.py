@@ -8,7 +8,7 @@ server, so AgentGym clients (and :mod:`amc.envs.agentgym`) work against it:
 endpoint                    request                   response
 ==========================  ========================  ==============================================
 ``GET /``                                             ``"This is environment NAME."``
-``POST /create``            ``{}`` (extra keys ok)    ``{"id", "observation": "", "done", "reward"}``
+``POST /create``            ``{}`` (extra keys ok)    ``{"id", "observation", "done", "reward"}``
 ``POST /reset``             ``{"id", "data_idx"}``    ``{"id", "observation", "done", "reward"}``
 ``POST /step``              ``{"id", "action"}``      ``{"observation", "reward", "done", "info"}``
 ``GET /observation?id=``                              the current observation (str)

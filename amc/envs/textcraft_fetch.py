@@ -67,7 +67,7 @@ def recipes_from_tarball(data: bytes) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         for m in tar.getmembers():
-            head, _, name = m.name.partition("/")  # strip the "AgentGym-<commit>/" prefix
+            _, _, name = m.name.partition("/")  # strip the "AgentGym-<commit>/" prefix
             if m.isfile() and name.startswith(RECIPES_IN_TAR) and name.endswith(".json"):
                 f = tar.extractfile(m)
                 if f is not None:
