@@ -115,6 +115,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.synthetic",
     "amc.envs.textcraft",
     "amc.envs.agentgym",
+    "amc.envs.random_prior",
     "amc.value.simple",
 )
 
