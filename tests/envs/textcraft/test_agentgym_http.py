@@ -166,3 +166,14 @@ def test_env_limit_is_a_clear_429() -> None:
         assert tc.post("/fork", json={"id": ids[0]}).status_code == 429
         tc.post("/close", json={"id": ids[1]})
         assert tc.post("/create", json={}).status_code == 200
+
+
+def test_serve_env_rejects_unknown_names_and_bad_options() -> None:
+    from typer.testing import CliRunner
+
+    from amc.cli import app
+
+    r = CliRunner().invoke(app, ["serve-env", "nosuch"])
+    assert r.exit_code == 2 and "unknown environment 'nosuch'" in r.output
+    r = CliRunner().invoke(app, ["serve-env", "textcraft", "-O", "reward=sparse"])
+    assert r.exit_code == 2 and "reward" in r.output
