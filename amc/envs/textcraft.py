@@ -35,7 +35,8 @@ import numpy as np
 from pydantic import Field
 
 from amc.config import Frozen
-from amc.envs.recipes import RecipeBook, load_datapack, load_minecraft_data, pretty, to_id
+from amc.envs.recipe_sources import load_datapack, load_minecraft_data
+from amc.envs.recipes import RecipeBook, pretty, to_id
 from amc.envs.textcraft_tasks import TaskSet
 from amc.registry import ENVIRONMENTS
 from amc.types import EnvStep

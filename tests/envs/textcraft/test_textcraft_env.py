@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from amc.envs.recipes import load_datapack, load_minecraft_data
+from amc.envs.recipe_sources import load_datapack, load_minecraft_data
 from amc.envs.textcraft import TextCraftOptions, TextCraftSuite
 from amc.envs.textcraft_tasks import plan, read_depth_file
 from amc.protocols import Environment, EnvSuite
