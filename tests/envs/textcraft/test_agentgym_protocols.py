@@ -102,3 +102,36 @@ def test_retries_503_then_succeeds_and_gives_up_with_a_clear_error() -> None:
     always_busy = suite_with(lambda req: httpx.Response(503, text="busy"), retries=2)
     with pytest.raises(AgentGymError, match="HTTP 503"):
         always_busy.make().reset("0")
+
+
+def test_auto_fork_falls_back_to_verified_replay_without_a_fork_endpoint() -> None:
+    """An upstream-style server (no /fork): the client replays on a new env and checks it."""
+    envs: dict[int, list[str]] = {}
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        body = json.loads(req.content) if req.content else {}
+        if req.url.path == "/create":
+            envs[len(envs)] = []
+            return httpx.Response(200, json={"id": len(envs) - 1, "observation": ""})
+        if req.url.path == "/reset":
+            envs[body["id"]] = []
+            return httpx.Response(200, json={"observation": "Goal: craft stick."})
+        if req.url.path == "/step":
+            envs[body["id"]].append(body["action"])
+            return httpx.Response(200, json={"observation": f"seen {len(envs[body['id']])}",
+                                             "reward": 0, "done": False})
+        if req.url.path == "/close":
+            return httpx.Response(200, json=True)
+        return httpx.Response(404, json={"detail": "Not Found"})
+
+    s = suite_with(handler)
+    env = s.make()
+    env.reset("3")
+    env.step("get 1 oak log")
+    env.step("inventory")
+    child = env.fork()
+    assert s.server_fork is False and child.env_id != env.env_id
+    assert envs[child.env_id] == ["get 1 oak log", "inventory"]
+    assert child.step("inventory").observation == "seen 3"
+    s.close()
+    assert s.live == set()
