@@ -188,6 +188,6 @@ def test_paper_split_goals_and_planner(recipes_dir: Path, splits_dir: Path) -> N
         actions = plan(s.book, goal)
         assert sum(env.step(a).reward for a in actions) == 1.0 and env.done
         steps.append(len(actions))
-    assert sum(n <= 20 for n in steps) >= 20  # most paper tasks fit the 20-step budget
+    assert sum(n <= 20 for n in steps) >= 26  # all but one fit the 20-step budget
     full = TextCraftSuite(opts.model_copy(update={"min_depth": 1}))
     assert (len(full.task_ids("test")), len(full.task_ids("train"))) == (100, 374)
