@@ -116,6 +116,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.textcraft",
     "amc.envs.agentgym",
     "amc.envs.random_prior",
+    "amc.envs.webshop",
     "amc.value.simple",
 )
 

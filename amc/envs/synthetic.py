@@ -239,7 +239,10 @@ class SyntheticPrior:
     async def propose(self, history: History, rng: np.random.Generator) -> AgentTurn:
         tree = SyntheticTree.build(history.task_id, self.options)
         node = path_of(history)
-        a = int(rng.choice(self.options.branching, p=tree.policy[node]))
+        # inverse-CDF draw: same distribution as rng.choice(p=...), a few times faster
+        cdf = np.cumsum(tree.policy[node])
+        a = min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")),
+                self.options.branching - 1)
         return AgentTurn(
             raw_text=f"Thought: I will go down branch {a}.\nAction: a{a}",
             action=f"a{a}",

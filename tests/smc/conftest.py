@@ -58,3 +58,14 @@ def weighted_leaf_distribution(results: list[TaskResult]) -> dict[tuple[int, ...
 def total_variation(p: dict, q: dict) -> float:
     keys = set(p) | set(q)
     return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in keys)
+
+
+@pytest.fixture(scope="session")
+def h():
+    """The helpers above, for test modules (importlib import mode cannot import conftest)."""
+    import types
+
+    return types.SimpleNamespace(
+        BETA=BETA, TASK=TASK, run_many=run_many, total_variation=total_variation,
+        weighted_leaf_distribution=weighted_leaf_distribution, leaf=leaf,
+    )

@@ -4,13 +4,14 @@ import asyncio
 
 import numpy as np
 import pytest
-from conftest import BETA, TASK
 
 from amc.config import SMCConfig
 from amc.envs.synthetic import SyntheticEnv
 from amc.smc.methods import parse_method
 from amc.smc.sampler import run_task
 from amc.types import AgentTurn, Usage
+
+BETA, TASK = 0.5, "18"  # as in conftest.py
 
 
 def _comparable(res):

@@ -11,11 +11,12 @@ implementation's faults) cannot pass.
 
 import numpy as np
 import pytest
-from conftest import BETA, TASK, run_many, total_variation, weighted_leaf_distribution
 
 from amc.config import SMCConfig
 from amc.envs.synthetic import SyntheticOptions, SyntheticTree
 from amc.registry import ENVIRONMENTS, PRIORS, VALUES
+
+BETA, TASK = 0.5, "18"  # as in conftest.py
 
 TV_BOUND = 0.05
 RUNS = 300
@@ -31,27 +32,27 @@ CONFIGS = {
 }
 
 
-def test_the_test_has_power(synth):
+def test_the_test_has_power(synth, h):
     """The prior is far from the posterior, so matching the posterior is informative."""
     tree = synth["tree"]
-    assert total_variation(tree.posterior(BETA), tree.prior_distribution()) > 6 * TV_BOUND
+    assert h.total_variation(tree.posterior(BETA), tree.prior_distribution()) > 6 * TV_BOUND
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
-def test_final_population_matches_exact_posterior(synth, name):
+def test_final_population_matches_exact_posterior(synth, h, name):
     value, kw = CONFIGS[name]
     smc = SMCConfig(n_particles=32, max_steps=3, beta=BETA, **kw)
-    res = run_many(synth, value, smc, RUNS)
+    res = h.run_many(synth, value, smc, RUNS)
     assert sum(s.resampled for r in res for s in r.steps) > 0, "the schedule must resample"
-    tv = total_variation(synth["tree"].posterior(BETA), weighted_leaf_distribution(res))
+    tv = h.total_variation(synth["tree"].posterior(BETA), h.weighted_leaf_distribution(res))
     assert tv < TV_BOUND, f"{name}: TV {tv:.4f}"
 
 
 @pytest.mark.parametrize("name", ["fixed, exact V", "fixed, V = 0", "ESS, exact V"])
-def test_evidence_estimate_is_unbiased(synth, name):
+def test_evidence_estimate_is_unbiased(synth, h, name):
     """E[Z_hat] = Z = E_pi[exp(R / beta)]: mean of exp(log Z_hat) within 4 s.e. of the truth."""
     value, kw = CONFIGS[name]
-    res = run_many(synth, value, SMCConfig(n_particles=32, max_steps=3, beta=BETA, **kw), RUNS)
+    res = h.run_many(synth, value, SMCConfig(n_particles=32, max_steps=3, beta=BETA, **kw), RUNS)
     z = np.exp([r.metrics["log_z"] for r in res])
     z_true = np.exp(synth["tree"].log_evidence(BETA))
     se = z.std(ddof=1) / np.sqrt(len(z))
@@ -62,7 +63,7 @@ def test_evidence_estimate_is_unbiased(synth, name):
     assert steps_sum == pytest.approx(r.metrics["log_z"])
 
 
-def test_dense_rewards_and_telescoping_between_resampling_steps():
+def test_dense_rewards_and_telescoping_between_resampling_steps(h):
     """Rewards on internal nodes, value evaluated only every other step: still exact."""
     opts = {"dense": True, "depth": 4, "branching": 2, "p_terminal": 0.2}
     suite = ENVIRONMENTS.build("synthetic", opts)
@@ -70,11 +71,11 @@ def test_dense_rewards_and_telescoping_between_resampling_steps():
     synth = {"suite": suite, "prior": PRIORS.build("synthetic", None, **ctx),
              "exact": VALUES.build("exact", None, **ctx)}
     tree = SyntheticTree.build("7", SyntheticOptions(**opts))
-    res = run_many(synth, "exact", SMCConfig(n_particles=32, max_steps=4, beta=BETA,
+    res = h.run_many(synth, "exact", SMCConfig(n_particles=32, max_steps=4, beta=BETA,
                                              resample="fixed", resample_steps=(2,)),
                    RUNS, task="7")
     values_called = {s.t for r in res for s in r.steps if any(v is not None for v in s.values)}
     assert values_called == {2}, "fixed schedule calls the value only at resampling steps"
-    tv = total_variation(tree.posterior(BETA), weighted_leaf_distribution(res))
+    tv = h.total_variation(tree.posterior(BETA), h.weighted_leaf_distribution(res))
     assert tv < TV_BOUND, tv
     assert TASK  # the session tree is a different task; this one has dense rewards

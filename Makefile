@@ -1,0 +1,27 @@
+# Quick start: `make run` (install + the main job), `make test` (install + the test suite).
+VENV := .venv
+PY := $(VENV)/bin/python
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+export MLFLOW_DISABLE_TELEMETRY ?= true
+export DO_NOT_TRACK ?= true
+export DVC_NO_ANALYTICS ?= 1
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+
+.PHONY: setup run test lint bench demo
+
+setup:  ## install everything into .venv (idempotent)
+	bash scripts/setup.sh
+
+run: setup  ## the main job on the embedded default
+	$(PY) -m amc run --env synthetic --value exact -n 16 --steps 3 --beta 0.5 \
+		--resample-steps 1,2 --max-tasks 20 --out runs/demo
+
+test: setup lint  ## the full test suite (slow tests included)
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+bench: setup  ## every benchmark; results in docs/benchmarks.md
+	cd benchmarks && for b in bench_*.py; do ../$(PY) $$b || exit 1; done
