@@ -97,6 +97,7 @@ class AgentGymSuite:
         )
         self.live: set[int] = set()
         self.server_fork: bool | None = {"server": True, "replay": False}.get(options.fork)
+        self.has_valid_actions: bool | None = None  # None: not probed yet
         self._lock = threading.Lock()
 
     # ----- HTTP -----
@@ -314,7 +315,11 @@ class AgentGymEnv:
                 return None
             data = resp.json()
             return [f"click[{c}]" for c in data.get("clickables", [])] or None
+        if s.has_valid_actions is False:
+            return None
         resp = s.request("GET", "/valid_actions", params={"id": self.env_id})
+        if resp.status_code in (404, 405):
+            s.has_valid_actions = False  # an upstream server: don't ask again
         return resp.json() if resp.status_code == 200 else None
 
     def close(self) -> None:

@@ -118,7 +118,11 @@ class EnvServer:
         with s.lock:
             if s.task_id is None:
                 raise HTTPException(409, f"environment {i} has not been reset")
-            r = s.env.step(action)
+            try:
+                r = s.env.step(action)
+            except Exception as err:  # an env bug must not take the server down
+                msg = f"environment error: {type(err).__name__}: {err}"
+                raise HTTPException(500, msg) from None
             s.observation, s.done = r.observation, r.done
             s.reward += r.reward
         return {"observation": r.observation, "reward": r.reward, "done": r.done,

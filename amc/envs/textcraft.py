@@ -207,8 +207,10 @@ class TextCraftEnv:
         """``inventory``, a get for each base ingredient of the listed commands (at each count
         they use), and each listed craft the inventory can pay for (tags filled by the held
         member with most items, then by id)."""
-        if self.goal is None or self.done:
+        if self.goal is None:
             return None
+        if self.done:
+            return []
         book = self.book
         gets: set[tuple[str, int]] = set()
         crafts: list[str] = []
