@@ -177,3 +177,17 @@ def test_serve_env_rejects_unknown_names_and_bad_options() -> None:
     assert r.exit_code == 2 and "unknown environment 'nosuch'" in r.output
     r = CliRunner().invoke(app, ["serve-env", "textcraft", "-O", "reward=sparse"])
     assert r.exit_code == 2 and "reward" in r.output
+
+
+def test_server_serves_any_registered_environment() -> None:
+    with TestClient(create_app("synthetic", {"depth": 3})) as tc:
+        i = tc.post("/create").json()["id"]  # no body, as the SciWorld/WebShop clients send
+        assert tc.post("/reset", json={"id": i, "data_idx": 3}).json()["observation"] == (
+            "You are at node /.")
+        j = tc.post("/fork", json={"id": i}).json()["id"]
+        assert tc.post("/step", json={"id": j, "action": "a1"}).json()["observation"] == (
+            "You are at node /1.")
+        assert tc.get("/observation", params={"id": i}).json() == "You are at node /."
+        assert tc.get("/valid_actions", params={"id": i}).json() == ["a0", "a1", "a2"]
+        assert tc.get("/task_ids", params={"split": "test"}).json()[:2] == ["0", "1"]
+        assert tc.get("/task_ids", params={"split": "nope"}).status_code == 400
