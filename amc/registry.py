@@ -114,6 +114,9 @@ VALUES: Registry[Any] = Registry("value function")
 # missing is skipped here; asking for its name then fails with "unknown ... known: ...".
 BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.synthetic",
+    "amc.envs.textcraft",
+    "amc.envs.agentgym",
+    "amc.envs.random_prior",
     "amc.envs.webshop",
     "amc.priors.uniform",
     "amc.value.simple",
