@@ -53,8 +53,12 @@ def main() -> None:  # pragma: no cover - console entry point
 
 
 # Command modules (each registers its commands on `app`).
-from amc import cli_run  # noqa: E402,F401
-from amc import cli_pipeline  # noqa: E402,F401
+from amc import (  # noqa: E402,F401
+    cli_envs,
+    cli_pipeline,
+    cli_run,
+    cli_webshop,
+)
 
 if __name__ == "__main__":  # pragma: no cover - `python -m amc.cli`: use the imported module
     from amc.cli import main as _main  # (this file runs as __main__, a second module object)

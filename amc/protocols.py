@@ -6,6 +6,9 @@ registry (:mod:`amc.registry`):
 
 - :class:`Environment` -- one episode of a benchmark. ``fork()`` must return an *independent*
   copy: stepping the fork never changes its parent (resampled particles each own one).
+  An environment may also offer ``final_action() -> str | None``: an action the driver applies
+  to every unfinished particle after the last step, identically for every method (WebShop's
+  forced ``click[buy now]``).
 - :class:`EnvSuite` -- what a registry entry builds: makes environments and lists task ids.
 - :class:`Prior` -- the frozen black-box agent. It only ever *samples*; AMC never needs its
   density, which is what makes the method black-box.

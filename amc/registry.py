@@ -80,7 +80,8 @@ class Registry(Generic[T]):
         load_builtin_components()
         if name not in self._entries:
             known = ", ".join(sorted(self._entries)) or "none"
-            raise UnknownNameError(f"unknown {self.family} {name!r}; known: {known}")
+            why = "".join(f"; {m} unavailable ({e})" for m, e in sorted(_unavailable.items()))
+            raise UnknownNameError(f"unknown {self.family} {name!r}; known: {known}{why}")
         return self._entries[name]
 
     def validate(self, name: str, options: Mapping[str, Any] | None) -> BaseModel | None:
@@ -113,10 +114,16 @@ VALUES: Registry[Any] = Registry("value function")
 # missing is skipped here; asking for its name then fails with "unknown ... known: ...".
 BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.synthetic",
+    "amc.envs.textcraft",
+    "amc.envs.agentgym",
+    "amc.envs.random_prior",
+    "amc.envs.webshop",
+    "amc.priors.uniform",
     "amc.value.simple",
 )
 
 _loaded = False
+_unavailable: dict[str, str] = {}  # module -> why it could not be imported
 
 
 def load_builtin_components() -> None:
@@ -129,6 +136,6 @@ def load_builtin_components() -> None:
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as err:
-            if err.name == mod:
-                continue
-            raise
+            # A missing optional dependency disables that module's components only; asking
+            # for one of them reports why (see Registry.entry).
+            _unavailable[mod] = f"No module named {err.name!r}"

@@ -192,6 +192,7 @@ async def run_task(
             ))
             log_z_prev = log_z
 
+        await _forced_final_actions(parts, finish)
         for i, p in enumerate(parts):  # horizon: f(s_T) = 0 for every unfinished particle
             if not p.finished:
                 logw = logw.add(np.where(np.arange(n) == i, (p.r_since - p.f_last) / beta, 0.0))
@@ -214,6 +215,24 @@ async def run_task(
         metrics=metrics, usage=usage, wall_s=time.perf_counter() - t_start,
         failures=tuple(failures), observation0=obs0,
     )
+
+
+async def _forced_final_actions(parts: list[_Particle], finish) -> None:
+    """Apply an environment's forced last action (WebShop's buy) to unfinished particles.
+
+    Identical for every method; no agent turn is recorded (the raw text is empty).
+    """
+    todo = [i for i, p in enumerate(parts) if not p.finished and hasattr(p.env, "final_action")]
+    actions = [await _call(parts[i].env, "final_action") for i in todo]
+    todo = [(i, a) for i, a in zip(todo, actions, strict=True) if a]
+    results = await asyncio.gather(*(_call(parts[i].env, "step", a) for i, a in todo))
+    for (i, a), res in zip(todo, results, strict=True):
+        p = parts[i]
+        p.history = p.history.extend(Step("", a, res.observation, float(res.reward),
+                                          bool(res.done), Usage(), {**res.info, "forced": True}))
+        p.r_since += float(res.reward)
+        if res.done:
+            finish(i)
 
 
 def _record(p: _Particle, slot: int | None, log_w: float) -> TrajectoryRecord:

@@ -236,3 +236,29 @@ def test_diagnostics_are_complete(synth):
     assert all(v is None for v in res.steps[1].values)
     t = res.trajectories[0]
     assert t.steps[0].raw_text.startswith("Thought:") and t.steps[0].action.startswith("a")
+
+
+def test_forced_final_action_applies_to_every_method(synth):
+    """An env's final_action() (WebShop's forced buy) is stepped once for unfinished particles."""
+
+    class ForcingEnv(_CountingEnv):
+        def final_action(self):
+            return "a0"
+
+        def fork(self):
+            return ForcingEnv(self.env.fork(), self.suite)
+
+    class Forcing(CountingSuite):
+        def make(self):
+            return ForcingEnv(self.inner.make(), self)
+
+    suite = Forcing(synth["suite"])
+    for spec in ("react", "bon@4"):
+        from amc.config import ValueConfig
+        m = parse_method(spec, SMCConfig(max_steps=1, beta=BETA), ValueConfig())
+        res = asyncio.run(run_task(suite=suite, prior=synth["prior"], value=synth["zero"],
+                                   task_id=TASK, smc=m.smc, seed=0))
+        for t in res.population:
+            if not t.steps[0].done:
+                assert len(t.steps) == 2 and t.steps[-1].info["forced"]
+                assert t.steps[-1].action == "a0" and t.steps[-1].raw_text == ""

@@ -1,0 +1,64 @@
+"""``amc serve-env`` and ``amc fetch-textcraft``: environment server and TextCraft data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from amc.cli import app, friendly_errors
+from amc.config import apply_overrides
+
+
+@app.command("serve-env")
+@friendly_errors
+def serve_env(
+    name: Annotated[str, typer.Argument(help="Registered environment (textcraft, sciworld...).")],
+    host: Annotated[str, typer.Option(help="Bind address (keep 127.0.0.1: no authentication).")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port (AgentGym's default is 36001).")] = 36001,
+    max_envs: Annotated[int, typer.Option(help="Most live environments at once.")] = 256,
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", "-O", help="Environment option key=value (YAML value)."),
+    ] = None,
+    options_json: Annotated[
+        str | None, typer.Option(help="Environment options as a JSON object.")
+    ] = None,
+) -> None:
+    """Serve a registered environment over AgentGym's HTTP protocol (plus /fork)."""
+    import uvicorn
+
+    from amc.envs.server import create_app
+
+    opts = json.loads(options_json) if options_json else {}
+    if not isinstance(opts, dict):
+        raise ValueError("--options-json must be a JSON object")
+    opts = apply_overrides(opts, option or [])
+    application = create_app(name, opts, max_envs=max_envs)
+    typer.echo(f"serving environment {name!r} on http://{host}:{port}", err=True)
+    uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+@app.command("fetch-textcraft")
+@friendly_errors
+def fetch_textcraft_cmd(
+    dest: Annotated[Path, typer.Option(help="Where recipes/ and splits/ are placed.")]
+    = Path("data/textcraft"),
+    from_dir: Annotated[
+        Path | None, typer.Option(help="Verify and copy a local copy instead of downloading.")
+    ] = None,
+    recipes_tarball: Annotated[
+        Path | None, typer.Option(help="An already downloaded AgentGym source .tar.gz.")
+    ] = None,
+) -> None:
+    """Download TextCraft's datapack recipes and the paper's splits (pinned, SHA-256 checked)."""
+    from amc.envs.textcraft_fetch import fetch_textcraft
+
+    out = fetch_textcraft(dest, from_dir=from_dir, recipes_tarball=recipes_tarball)
+    typer.echo(
+        f"placed {out}/recipes and {out}/splits; use env.options.recipe_source={out}/recipes "
+        f"and splits_dir={out}/splits"
+    )

@@ -1,0 +1,342 @@
+"""An :class:`~amc.protocols.Environment` backed by an AgentGym HTTP environment server.
+
+Speaks three AgentGym protocols (``protocol`` option), see ``amc-method.md`` §6:
+
+- ``textcraft``: ``POST /create {}`` -> ``{"id"}``; ``/reset {"id", "data_idx"}``;
+  ``/step {"id", "action"}`` -> ``{"observation", "reward", "done"}``; ``/close {"id"}``. Also
+  what ``amc serve-env`` speaks, for any registered environment.
+- ``sciworld``: like textcraft, but the first observation is ``task_description + "\\n" +
+  observation`` and ``/step`` returns a cumulative ``score`` in 0..100; the reward here is its
+  increment / 100.
+- ``webshop``: ``POST /create`` -> int; ``/reset {"env_idx", "session_id"}`` -> ``[obs, null]``;
+  ``/step {"env_idx", "action"}`` -> ``{"state", "reward", "done"}``. The upstream WebShop
+  server has no ``/close``; a 404 there is accepted (its environments cannot be released).
+
+Requests retry on 503 and on connection failures (exponential backoff); a read timeout on
+``/step`` is never retried, because the server may have executed the action. Every server env
+the suite creates is tracked and closed by ``env.close()`` or, failing that, by
+``suite.close()``.
+
+**Forking.** With ``fork: auto`` the client uses the server's ``POST /fork`` extension when it
+exists (``amc serve-env`` has it) and otherwise *replays*: it creates a fresh server env, resets
+it to the task and re-executes the action prefix, checking every observation, reward and done
+flag against the recorded ones. A mismatch closes the new env and raises
+:class:`ReplayDivergence` -- never a silently diverged particle (the reference client's TextCraft
+clones shared one server env; see ``amc-method.md`` §2.5).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+from pydantic import Field
+
+from amc.config import Frozen
+from amc.registry import ENVIRONMENTS
+from amc.types import EnvStep
+
+log = logging.getLogger(__name__)
+
+
+class AgentGymError(RuntimeError):
+    """The server refused or failed a request (after retries)."""
+
+
+class ReplayDivergence(AgentGymError):
+    """Replaying an action prefix on a fresh server env did not reproduce the recording."""
+
+
+class AgentGymOptions(Frozen):
+    """Where the AgentGym server is and how to talk to it."""
+
+    base_url: str = "http://127.0.0.1:36001"
+    """Server address (scheme, host and port)."""
+    protocol: Literal["textcraft", "sciworld", "webshop"] = "textcraft"
+    """Which AgentGym payload dialect the server speaks (amc serve-env: textcraft)."""
+    timeout_s: float = Field(60.0, gt=0)
+    """Read timeout of one request in seconds (AgentGym's clients use 500)."""
+    connect_timeout_s: float = Field(5.0, gt=0)
+    """Connect timeout in seconds."""
+    retries: int = Field(5, ge=0)
+    """Retries of a request on 503 or connection errors."""
+    backoff_s: float = Field(0.2, ge=0)
+    """First retry delay in seconds; doubles on each retry."""
+    fork: Literal["auto", "server", "replay"] = "auto"
+    """auto: server /fork if offered, else verified replay; server or replay: force one."""
+    split_files: dict[str, Path] = Field(default_factory=dict)
+    """Split name -> file of task ids (one per line, or a JSON list), e.g. the paper's."""
+    task_ids: dict[str, list[str]] = Field(default_factory=dict)
+    """Split name -> explicit task ids (overrides split_files); else ask the server's /task_ids."""
+
+
+@dataclass(frozen=True)
+class _Rec:
+    action: str
+    observation: str
+    reward: float
+    done: bool
+
+
+class AgentGymSuite:
+    """One HTTP client shared by all envs of a run; tracks every server env it created."""
+
+    name = "agentgym"
+
+    def __init__(self, options: AgentGymOptions) -> None:
+        self.options = options
+        self.http = httpx.Client(
+            base_url=options.base_url.rstrip("/"),
+            timeout=httpx.Timeout(options.timeout_s, connect=options.connect_timeout_s),
+        )
+        self.live: set[int] = set()
+        self.server_fork: bool | None = {"server": True, "replay": False}.get(options.fork)
+        self.has_valid_actions: bool | None = None  # None: not probed yet
+        self._lock = threading.Lock()
+
+    # ----- HTTP -----
+    def request(self, method: str, path: str, *, json_body: Any = None,
+                params: dict[str, Any] | None = None, retry_read: bool = True) -> httpx.Response:
+        """One request with retries on 503 / connection errors; HTTP errors raise."""
+        o = self.options
+        for attempt in range(o.retries + 1):
+            try:
+                resp = self.http.request(method, path, json=json_body, params=params)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as err:
+                if attempt == o.retries:
+                    raise AgentGymError(f"{method} {o.base_url}{path}: {err!r}") from None
+            except httpx.ReadTimeout:
+                if not retry_read or attempt == o.retries:
+                    raise AgentGymError(
+                        f"{method} {o.base_url}{path}: no answer within {o.timeout_s} s"
+                    ) from None
+            else:
+                if resp.status_code != 503 or attempt == o.retries:
+                    return resp
+            time.sleep(o.backoff_s * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def call(self, method: str, path: str, **kw: Any) -> Any:
+        """A request whose non-2xx answer or ``{"error": ...}`` payload raises."""
+        resp = self.request(method, path, **kw)
+        if resp.status_code >= 400:
+            try:
+                detail = resp.json().get("detail", resp.text)
+            except (ValueError, AttributeError):
+                detail = resp.text
+            raise AgentGymError(f"{method} {path}: HTTP {resp.status_code}: {detail}")
+        data = resp.json()
+        if isinstance(data, dict) and "error" in data:
+            raise AgentGymError(f"{method} {path}: server error: {data['error']}")
+        return data
+
+    # ----- suite -----
+    def make(self) -> AgentGymEnv:
+        return AgentGymEnv(self)
+
+    def task_ids(self, split: str) -> list[str]:
+        o = self.options
+        if split in o.task_ids:
+            return [str(t) for t in o.task_ids[split]]
+        if split in o.split_files:
+            p = Path(o.split_files[split])
+            if not p.is_file():
+                raise FileNotFoundError(f"split file not found: {p}")
+            text = p.read_text().strip()
+            ids = json.loads(text) if text.startswith("[") else text.split()
+            return [str(t) for t in ids]
+        resp = self.request("GET", "/task_ids", params={"split": split})
+        if resp.status_code == 200:
+            return [str(t) for t in resp.json()]
+        raise ValueError(
+            f"no task ids for split {split!r}: set env.options.task_ids or split_files "
+            f"(the server has no /task_ids for it: HTTP {resp.status_code})"
+        )
+
+    def close_server_env(self, env_id: int) -> None:
+        key = "env_idx" if self.options.protocol == "webshop" else "id"
+        resp = self.request("POST", "/close", json_body={key: env_id})
+        if resp.status_code == 404 and self.options.protocol == "webshop":
+            log.debug("webshop server has no /close; env %s stays on the server", env_id)
+        elif resp.status_code >= 400:
+            raise AgentGymError(f"POST /close {env_id}: HTTP {resp.status_code}: {resp.text}")
+        with self._lock:
+            self.live.discard(env_id)
+
+    def close(self) -> None:
+        """Close every server env still open, then the HTTP client."""
+        with self._lock:
+            left = sorted(self.live)
+        for i in left:
+            try:
+                self.close_server_env(i)
+            except AgentGymError as err:
+                log.warning("could not close server env %s: %s", i, err)
+        self.http.close()
+
+
+class AgentGymEnv:
+    """One server-side episode plus the local record of its steps (for replay forks)."""
+
+    io_bound = True
+
+    def __init__(self, suite: AgentGymSuite) -> None:
+        self.suite = suite
+        self.env_id: int | None = None
+        self.task_id: str | None = None
+        self.observation0 = ""
+        self.records: list[_Rec] = []
+        self.score = 0.0  # sciworld's cumulative score / 100
+
+    @property
+    def _key(self) -> str:
+        return "env_idx" if self.suite.options.protocol == "webshop" else "id"
+
+    def _create(self) -> int:
+        s = self.suite
+        if s.options.protocol == "webshop":
+            data = s.call("POST", "/create")
+            env_id = int(data)
+        else:
+            env_id = int(s.call("POST", "/create", json_body={})["id"])
+        with s._lock:
+            s.live.add(env_id)
+        return env_id
+
+    def _reset_server(self, task_id: str) -> str:
+        s, p = self.suite, self.suite.options.protocol
+        idx: int | str = int(task_id) if task_id.strip().isdigit() else task_id
+        if p == "webshop":
+            data = s.call("POST", "/reset", json_body={"env_idx": self.env_id, "session_id": idx})
+            return str(data[0] if isinstance(data, list) else data)
+        data = s.call("POST", "/reset", json_body={"id": self.env_id, "data_idx": idx})
+        if p == "sciworld":
+            return f"{data['task_description']}\n{data['observation']}"
+        return str(data["observation"])
+
+    def reset(self, task_id: str) -> str:
+        if self.env_id is None:
+            self.env_id = self._create()
+        try:
+            obs = self._reset_server(str(task_id))
+        except AgentGymError:
+            self.close()
+            raise
+        self.task_id, self.observation0, self.records, self.score = str(task_id), obs, [], 0.0
+        return obs
+
+    def _step_server(self, action: str) -> EnvStep:
+        s, p = self.suite, self.suite.options.protocol
+        data = s.call("POST", "/step", json_body={self._key: self.env_id, "action": action},
+                      retry_read=False)
+        if p == "webshop":
+            return EnvStep(str(data["state"]), float(data["reward"] or 0), bool(data["done"]))
+        if p == "sciworld":
+            score = float(data.get("score", 0) or 0) / 100.0
+            reward, self.score = score - self.score, score
+            return EnvStep(str(data["observation"]), reward, bool(data["done"]), {"score": score})
+        info = data.get("info") or {}
+        return EnvStep(str(data["observation"]), float(data["reward"] or 0),
+                       bool(data["done"]), info if isinstance(info, dict) else {})
+
+    def step(self, action: str) -> EnvStep:
+        if self.env_id is None or self.task_id is None:
+            raise RuntimeError("reset() the environment before step()")
+        r = self._step_server(action)
+        self.records.append(_Rec(action, r.observation, r.reward, r.done))
+        return r
+
+    # ----- forking -----
+    def fork(self) -> AgentGymEnv:
+        if self.env_id is None or self.task_id is None:
+            raise RuntimeError("reset() the environment before fork()")
+        s = self.suite
+        if s.server_fork is not False:
+            resp = s.request("POST", "/fork", json_body={self._key: self.env_id})
+            if resp.status_code in (404, 405) and s.server_fork is None:
+                s.server_fork = False  # the server has no /fork: replay from now on
+            elif resp.status_code >= 400:
+                raise AgentGymError(f"POST /fork: HTTP {resp.status_code}: {resp.text}")
+            else:
+                s.server_fork = True
+                child = self._child()
+                child.env_id = int(resp.json()["id"])
+                with s._lock:
+                    s.live.add(child.env_id)
+                return child
+        return self.replay_fork()
+
+    def _child(self) -> AgentGymEnv:
+        c = AgentGymEnv(self.suite)
+        c.task_id, c.observation0, c.score = self.task_id, self.observation0, self.score
+        c.records = list(self.records)
+        return c
+
+    def replay_fork(self) -> AgentGymEnv:
+        """A fresh server env brought to this state by replaying and verifying every step."""
+        assert self.task_id is not None
+        c = AgentGymEnv(self.suite)
+        obs0 = c.reset(self.task_id)
+        try:
+            if obs0 != self.observation0:
+                raise ReplayDivergence(
+                    f"replay of task {self.task_id}: the initial observation differs "
+                    f"(expected {_clip(self.observation0)}, got {_clip(obs0)})"
+                )
+            for t, rec in enumerate(self.records):
+                r = c.step(rec.action)
+                if (r.observation, r.done) != (rec.observation, rec.done) or (
+                    abs(r.reward - rec.reward) > 1e-9
+                ):
+                    raise ReplayDivergence(
+                        f"replay of task {self.task_id} diverged at step {t + 1} "
+                        f"({rec.action!r}): expected {_clip(rec.observation)} "
+                        f"reward {rec.reward} done {rec.done}, got {_clip(r.observation)} "
+                        f"reward {r.reward} done {r.done}"
+                    )
+        except BaseException:
+            c.close()
+            raise
+        return c
+
+    def valid_actions(self) -> list[str] | None:
+        if self.env_id is None:
+            return None
+        s, p = self.suite, self.suite.options.protocol
+        if p == "webshop":
+            resp = s.request("GET", "/available_actions", params={"env_idx": self.env_id})
+            if resp.status_code != 200:
+                return None
+            data = resp.json()
+            return [f"click[{c}]" for c in data.get("clickables", [])] or None
+        if s.has_valid_actions is False:
+            return None
+        resp = s.request("GET", "/valid_actions", params={"id": self.env_id})
+        if resp.status_code in (404, 405):
+            s.has_valid_actions = False  # an upstream server: don't ask again
+        return resp.json() if resp.status_code == 200 else None
+
+    def close(self) -> None:
+        if self.env_id is None:
+            return
+        env_id, self.env_id = self.env_id, None
+        try:
+            self.suite.close_server_env(env_id)
+        except AgentGymError as err:  # suite.close() retries every env still listed as live
+            log.warning("closing server env %s failed: %s", env_id, err)
+
+
+def _clip(text: str, n: int = 120) -> str:
+    return repr(text if len(text) <= n else text[:n] + "...")
+
+
+@ENVIRONMENTS.register("agentgym", options=AgentGymOptions)
+def make_agentgym_suite(options: AgentGymOptions) -> AgentGymSuite:
+    """Any AgentGym HTTP environment server (textcraft, sciworld, webshop protocols)."""
+    return AgentGymSuite(options)
