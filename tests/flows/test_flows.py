@@ -1,0 +1,66 @@
+"""The flows run the library stages under Prefect (one test server per session)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from prefect.client.orchestration import get_client
+
+from amc.pipeline.collect import MANIFEST
+from amc.pipeline.params import load_params
+from flows.collect import collect_flow
+from flows.evaluate import evaluate_flow
+from tests.flows.conftest import ROOT
+from tests.pipeline.conftest import register_version
+
+
+async def artifact(key: str) -> object:
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    async with get_client() as client:
+        arts = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+    return arts[0] if arts else None
+
+
+def test_collect_flow_shards_and_merges(workdir: Path) -> None:
+    manifest = collect_flow("params.yaml", [], shards=3)
+    m = json.loads(Path(manifest).read_text())
+    assert m["complete"] and m["records"] == m["tasks"] == 12
+    assert not Path("data/trajectories/shards").exists()
+
+
+async def test_evaluate_flow_publishes_artifacts(workdir: Path) -> None:
+    register_version(workdir, 1.0)
+    path = await _run_sync(evaluate_flow, "params.yaml", [])
+    ev = json.loads(Path(path).read_text())
+    assert ev["status"] == "complete" and "smc@8+challenger" in ev["methods"]
+    md = await artifact("amc-evaluation")
+    table = await artifact("amc-evaluation-table")
+    assert md is not None and "smc@8+challenger" in md.data
+    assert table is not None
+
+
+async def _run_sync(fn: object, *args: object) -> object:
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args)  # a sync flow, off the test's event loop
+
+
+@pytest.mark.slow
+def test_collect_flow_on_a_local_dask_cluster(workdir: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("prefect_dask")
+    from flows._common import task_runner
+
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    p = load_params("params.yaml", ["flows.task_runner=dask", "flows.max_workers=2"])
+    runner = task_runner(p)
+    assert type(runner).__name__ == "DaskTaskRunner"
+    manifest = collect_flow.with_options(task_runner=runner)("params.yaml", [], shards=2)
+    m = json.loads(Path(manifest).read_text())
+    assert m["complete"] and m["records"] == 12
+    assert (Path("data/trajectories") / MANIFEST).is_file()
