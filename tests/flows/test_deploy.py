@@ -1,0 +1,50 @@
+"""flows/deploy.py serves both scheduled deployments against a real Prefect server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from prefect.client.orchestration import PrefectClient
+
+from tests.flows.conftest import ROOT, stop
+
+
+async def deployments(url: str) -> dict[str, object]:
+    async with PrefectClient(api=url) as client:
+        deps = await client.read_deployments()
+        out = {}
+        for d in deps:
+            flow = await client.read_flow(d.flow_id)
+            out[f"{flow.name}/{d.name}"] = d
+        return out
+
+
+@pytest.mark.slow
+def test_deploy_serves_scheduled_deployments(workdir: Path, prefect_server: str) -> None:
+    env = {**os.environ, "PREFECT_API_URL": prefect_server, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "flows.deploy"], env=env, cwd=workdir,
+                            start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        found: dict[str, object] = {}
+        while time.monotonic() < deadline and proc.poll() is None:
+            found = asyncio.run(deployments(prefect_server))
+            if len(found) >= 2:
+                break
+            time.sleep(1)
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        assert set(found) == {"amc-retrain-and-promote/retrain-and-promote",
+                              "amc-evaluate/evaluate"}
+        crons = {k: [s.schedule.cron for s in d.schedules] for k, d in found.items()}
+        assert crons == {"amc-retrain-and-promote/retrain-and-promote": ["0 3 * * 1"],
+                         "amc-evaluate/evaluate": ["0 4 * * *"]}
+        assert all(s.active for d in found.values() for s in d.schedules)
+    finally:
+        stop(proc)
