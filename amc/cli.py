@@ -49,6 +49,7 @@ def main() -> None:  # pragma: no cover - console entry point
 
 # Command modules (each registers its commands on `app`).
 from amc import cli_run  # noqa: E402,F401
+from amc import cli_value  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -114,6 +114,7 @@ VALUES: Registry[Any] = Registry("value function")
 BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.synthetic",
     "amc.value.simple",
+    "amc.value.scorers",
 )
 
 _loaded = False
