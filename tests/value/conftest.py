@@ -85,3 +85,15 @@ def mlflow_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
 def trained(dataset_dir: Path, mlflow_uri: str, tmp_path_factory: pytest.TempPathFactory):
     cfg = TRAIN_CFG.model_copy(update={"tracking_uri": mlflow_uri})
     return train(dataset_dir, cfg, tmp_path_factory.mktemp("run"))
+
+
+@pytest.fixture(scope="session")
+def make_histories():
+    """The :func:`learnable_histories` factory (fixtures avoid test-module imports)."""
+    return learnable_histories
+
+
+@pytest.fixture(scope="session")
+def records_writer():
+    """The :func:`write_records` helper."""
+    return write_records
