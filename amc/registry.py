@@ -120,6 +120,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.webshop",
     "amc.priors.uniform",
     "amc.value.simple",
+    "amc.value.scorers",
 )
 
 _loaded = False
