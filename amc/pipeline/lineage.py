@@ -13,9 +13,7 @@ the plain file store refuses to start in MLflow 3.13+.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,31 +27,9 @@ EXPERIMENTS = {"collect": "amc-collect", "dataset": "amc-dataset", "train": "amc
 
 def setup(uri: str | None, experiment: str) -> str:
     """Point MLflow at the SQLite store and get-or-create ``experiment``; returns its id."""
-    try:
-        from amc.tracking import setup_tracking
-    except ImportError:  # before amc.tracking exists: the same rules, inline
-        import mlflow
+    from amc.tracking import setup_tracking
 
-        os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-        uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlruns/mlflow.db"
-        if uri.startswith("sqlite:///"):
-            Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-        mlflow.set_tracking_uri(uri)
-        return mlflow.set_experiment(experiment).experiment_id
     return setup_tracking(uri, experiment)
-
-
-def git_state(cwd: str | Path | None = None) -> dict[str, str]:
-    """``{"git.commit": sha, "git.dirty": "true"/"false"}`` (empty outside a git repo)."""
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
-                             text=True, check=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=cwd, capture_output=True, text=True, check=True,
-                               timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    return {"git.commit": sha, "git.dirty": str(bool(dirty)).lower()}
 
 
 def dvc_input_hashes(inputs: Sequence[str | Path], lock: str | Path = "dvc.lock"
@@ -75,7 +51,7 @@ def dvc_input_hashes(inputs: Sequence[str | Path], lock: str | Path = "dvc.lock"
                 h = entry.get("md5") or entry.get("hash") or entry.get("etag")
                 if h and "path" in entry:
                     table[str(Path(entry["path"]))] = str(h)
-    tags = {"dvc.lock.sha256": hashlib.sha256(p.read_bytes()).hexdigest()[:16]}
+    tags: dict[str, str] = {}
     for path in inputs:
         key = str(Path(path))
         h = outs.get(key) or deps.get(key)
@@ -103,7 +79,10 @@ def stage_run(kind: str, *, params: Mapping[str, Any], inputs: Sequence[str | Pa
     import mlflow
 
     setup(uri, EXPERIMENTS.get(kind, f"amc-{kind}"))
-    all_tags = {"amc.stage": kind, **git_state(), **dvc_input_hashes(inputs)}
+    from amc.tracking import run_tags
+
+    # git_commit, git_dirty, dvc_lock_sha256 (amc.tracking) + per-input dvc.lock hashes
+    all_tags = {"amc.stage": kind, **run_tags(), **dvc_input_hashes(inputs)}
     if os.environ.get("DVC_EXP_NAME"):  # set by `dvc exp run`
         all_tags["dvc.exp_name"] = os.environ["DVC_EXP_NAME"]
     all_tags.update(tags or {})

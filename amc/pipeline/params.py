@@ -171,10 +171,6 @@ def section(path: str | Path, name: str) -> dict[str, Any]:
 
 def model_name(p: PipelineParams) -> str:
     """Registry name of the environment's value model (``amc-value-<env>``)."""
-    try:
-        from amc.value.registry import registered_name
-    except ImportError:  # value package not installed: same rule (MLflow rejects / : . %)
-        import re
+    from amc.value.registry import registered_name
 
-        return "amc-value-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", p.env.name).strip("-") or "x")
     return registered_name(p.env.name)

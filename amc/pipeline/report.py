@@ -175,7 +175,7 @@ def calibration(p: PipelineParams, ev: dict[str, Any], results: dict[str, list[T
     """Reliability curve of the challenger (else the zero-shot value) on prior rollouts."""
     plt = _figure()
     chal = (ev.get("models") or {}).get("challenger")
-    value = (ValueConfig(name=p.evaluate.learned_value, options={"model_uri": chal["uri"]}) if chal
+    value = (ValueConfig(name=p.evaluate.learned_value, options={"model": chal["uri"]}) if chal
              else p.evaluate.zero_shot_value)
     bons = sorted((m["n"], s) for s, m in ev["methods"].items() if m["role"] in ("bon", "react"))
     pairs = calibration_states(results, bons[-1][1], p.report.calibration_states, 0) if bons \

@@ -87,7 +87,7 @@ def _find_model_dir(root: Path) -> Path | None:
 def resolve_model_dir(uri: str, tracking_uri: str | None = None) -> Path:
     """A local value-model directory for a registry/run URI or a local path."""
     p = Path(uri)
-    if "://" not in uri or uri.startswith("file://"):
+    if ":/" not in uri or uri.startswith("file://"):  # models:/x has no "://"
         local = Path(uri[len("file://"):]) if uri.startswith("file://") else p
         if not local.exists():
             raise FileNotFoundError(f"value model not found: {uri}")
