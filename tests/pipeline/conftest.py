@@ -41,7 +41,7 @@ TOY_PARAMS = {
 class QualityOptions(Frozen):
     """Options of the test value."""
 
-    model_uri: str
+    model: str
     """models:/ URI of a version whose files hold quality.json."""
 
 
@@ -68,7 +68,7 @@ def make_quality_value(options: QualityOptions, *, env_options: object = None,
 
     from amc.envs.synthetic import make_exact_value
 
-    local = Path(mlflow.artifacts.download_artifacts(artifact_uri=options.model_uri))
+    local = Path(mlflow.artifacts.download_artifacts(artifact_uri=options.model))
     spec = json.loads((local / "quality.json").read_text())
     return QualityValue(make_exact_value(env_options=env_options, beta=beta),
                         float(spec["quality"]), bool(spec.get("fail", False)))

@@ -1,0 +1,131 @@
+"""`dvc repro` end to end at toy size in a temp git repo (synthetic env and prior, MiniLM value).
+
+One session-scoped project runs the whole pipeline once; the tests then check its outputs, the
+registry, MLflow lineage, selective reruns after a param change, and `dvc exp run -S`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.pipeline.conftest import TOY_PARAMS
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def toy_params() -> dict:
+    p = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for k, v in TOY_PARAMS.items():
+        p.setdefault(k, {}).update(v)
+    p["evaluate"].update(learned_value="learned", methods=["react", "bon", "smc", "amc"],
+                         n_grid=[2, 4], max_tasks=8)
+    p["train"].update(epochs=1, max_length=64, num_layers=1)
+    return p
+
+
+class Project:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = {**os.environ, "PYTHONPATH": str(root),
+                    "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+        self.env.pop("MLFLOW_TRACKING_URI", None)  # the default: sqlite:///mlruns/mlflow.db
+
+    def run(self, *args: str) -> str:
+        proc = subprocess.run(args, cwd=self.root, env=self.env, capture_output=True,
+                              text=True, timeout=900)
+        assert proc.returncode == 0, f"{args}: {proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        return proc.stdout
+
+    def set_param(self, key: str, value: object) -> None:
+        path = self.root / "params.yaml"
+        p = yaml.safe_load(path.read_text())
+        sec, name = key.split(".")
+        p[sec][name] = value
+        path.write_text(yaml.safe_dump(p, sort_keys=False))
+
+
+@pytest.fixture(scope="session")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
+    root = tmp_path_factory.mktemp("dvc-project")
+    shutil.copytree(ROOT / "amc", root / "amc",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
+    (root / "params.yaml").write_text(yaml.safe_dump(toy_params(), sort_keys=False))
+    (root / ".gitignore").write_text("mlruns/\n__pycache__/\n")
+    pr = Project(root)
+    for cmd in (["git", "init", "-q"], ["git", "config", "user.email", "t@amc.invalid"],
+                ["git", "config", "user.name", "amc test"], ["dvc", "init", "-q"],
+                ["dvc", "config", "core.analytics", "false"], ["git", "add", "-A"],
+                ["git", "commit", "-qm", "toy pipeline"]):
+        pr.run(*cmd)
+    pr.log = pr.run("dvc", "repro")  # type: ignore[attr-defined]
+    pr.run("git", "add", "-A")
+    pr.run("git", "commit", "-qm", "repro")
+    yield pr
+
+
+def test_repro_produces_every_output(project: Project) -> None:
+    r = project.root
+    for path in ("data/trajectories/manifest.json", "data/dataset", "models/value",
+                 "metrics/eval.json", "metrics/promotion.json", "metrics/summary.json",
+                 "plots/success_vs_n.png", "plots/cost_quality.png", "plots/genealogy.png",
+                 "plots/calibration.png", "plots/success_vs_n.json", "dvc.lock"):
+        assert (r / path).exists(), path
+    ev = json.loads((r / "metrics/eval.json").read_text())
+    assert ev["status"] == "complete"
+    assert {"react", "bon@4", "smc@4", "smc@4+challenger"} <= set(ev["methods"])
+    pr = json.loads((r / "metrics/promotion.json").read_text())
+    assert pr["promote"] and pr["reason"] == "no champion yet"
+    summary = json.loads((r / "metrics/summary.json").read_text())
+    assert summary["methods"]["bon@4"]["success_se"] is not None
+    assert summary["calibration"]["value"] == "learned" and summary["calibration"]["states"]
+
+
+def test_champion_alias_and_lineage_tags(project: Project) -> None:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{project.root}/mlruns/mlflow.db")
+    model = client.get_registered_model("amc-value-synthetic")
+    assert {k: str(v) for k, v in model.aliases.items()} == {"challenger": "1", "champion": "1"}
+    names = {e.name: e.experiment_id for e in client.search_experiments()}
+    assert {"amc-collect", "amc-value", "amc-evaluate", "amc-promote", "amc-report"} <= set(names)
+    run = client.search_runs([names["amc-evaluate"]])[0]
+    assert len(run.data.tags["git_commit"]) == 40
+    assert run.data.tags["dvc.input.models/value"]  # the train stage's output hash in dvc.lock
+
+
+def test_param_change_reruns_only_affected_stages(project: Project) -> None:
+    project.set_param("report.calibration_states", 30)
+    status = project.run("dvc", "status")
+    assert "report:" in status and "evaluate:" not in status and "train:" not in status
+    project.set_param("evaluate.seeds", [0])
+    status = project.run("dvc", "status")
+    assert "evaluate:" in status and "collect:" not in status and "train:" not in status
+    project.set_param("evaluate.seeds", [0, 1])
+    out = project.run("dvc", "repro")
+    assert "Running stage 'report'" in out
+    for stage in ("collect", "dataset", "train", "evaluate", "promote"):
+        assert f"Running stage '{stage}'" not in out
+    project.run("git", "commit", "-qam", "calibration states")
+
+
+def test_exp_run_metrics_and_plots(project: Project) -> None:
+    out = project.run("dvc", "exp", "run", "-S", "promote.min_se=2.0")
+    assert "Running stage 'promote'" in out and "Running stage 'train'" not in out
+    exps = project.run("dvc", "exp", "show", "--json")
+    assert "promote.min_se" in exps or "min_se" in exps
+    metrics = json.loads(project.run("dvc", "metrics", "show", "--json"))
+    assert metrics  # eval.json, promotion.json and summary.json are readable metrics
+    html = project.root / "plots-html"
+    project.run("dvc", "plots", "show", "-o", str(html))
+    assert (html / "index.html").is_file()
