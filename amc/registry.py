@@ -113,6 +113,7 @@ VALUES: Registry[Any] = Registry("value function")
 # missing is skipped here; asking for its name then fails with "unknown ... known: ...".
 BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.synthetic",
+    "amc.envs.sciworld",
     "amc.value.simple",
 )
 
