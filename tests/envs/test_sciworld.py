@@ -79,7 +79,7 @@ def test_bad_options_and_missing_splits_fail_clearly(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="pool_size"):
         ENVIRONMENTS.validate("sciworld", {"pool_size": 0})
     suite = SciWorldSuite(SciWorldOptions(splits_dir=tmp_path))
-    with pytest.raises(FileNotFoundError, match="sciworld_test_idx.json"):
+    with pytest.raises(FileNotFoundError, match=r"sciworld_test_idx\.json"):
         suite.task_ids("test")
     suite.close()
 
@@ -137,7 +137,8 @@ def test_invalid_action_keeps_the_score(sciworld: SciWorldSuite) -> None:
         total = sum(env.step(a).reward for a in gold[:3])
         assert total == pytest.approx(0.17)
         bad = env.step(INVALID_ACTION)
-        assert bad == EnvStep(INVALID_OBSERVATION, 0.0, False, {"score": 17, "error": "invalid action"})
+        err = {"score": 17, "error": "invalid action"}
+        assert bad == EnvStep(INVALID_OBSERVATION, 0.0, False, err)
         unknown = env.step("fly to the moon")  # the simulator's own answer, score unchanged
         assert unknown.observation == "No known action matches that input."
         assert (unknown.reward, unknown.info["score"]) == (0.0, 17)
@@ -255,8 +256,9 @@ def test_pool_never_hands_one_simulator_to_two_particles(sciworld: SciWorldSuite
     with ThreadPoolExecutor(len(plans)) as ex:
         for t in range(max(len(p[1]) for p in plans)):
             todo = [i for i, p in enumerate(plans) if t < len(p[1])]
-            for i, s in zip(todo, ex.map(lambda i: envs[i].step(plans[i][1][t]), todo),
-                            strict=True):
+            actions = [plans[i][1][t] for i in todo]
+            results = ex.map(lambda i, a: envs[i].step(a), todo, actions)
+            for i, s in zip(todo, results, strict=True):
                 got[i].append(s)
             held = [e._lease.sim for e in envs if e._lease.sim is not None]
             assert len({id(s) for s in held}) == len(held)
