@@ -323,6 +323,17 @@ class SimulatorPool:
         finally:
             self.release(lease)
 
+    def trim(self, keep: int = 0) -> int:
+        """Shut down idle simulators beyond ``keep`` (frees memory); returns how many."""
+        with self._cond:
+            extra = self._idle[keep:]
+            del self._idle[keep:]
+            for sim in extra:
+                self._all.remove(sim)
+        for sim in extra:
+            sim.close()
+        return len(extra)
+
     def close(self) -> None:
         """Shut every JVM down (idempotent); later pins fail with a clear error."""
         with self._cond:

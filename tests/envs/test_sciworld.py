@@ -316,3 +316,12 @@ def _pid_alive(pid: int) -> bool:
             return f.read().split()[2] != "Z"  # a zombie has exited
     except FileNotFoundError:
         return False
+
+
+def test_sciworld_config_override_validates() -> None:
+    from amc.config import RunConfig, load_yaml, validate
+
+    cfg = validate(RunConfig, load_yaml(REPO / "configs" / "sciworld.yaml"))
+    assert (cfg.env.name, cfg.smc.max_steps, cfg.smc.resample_steps) == ("sciworld", 20, (4, 12))
+    opts = ENVIRONMENTS.validate("sciworld", cfg.env.options)
+    assert isinstance(opts, SciWorldOptions) and opts.max_steps == 20
