@@ -52,6 +52,8 @@ from amc.types import INVALID_ACTION, EnvStep
 EXCLUDED_TASKS = frozenset({"5-1", "5-2", "9-1", "9-2", "9-3", "10-1", "10-2"})
 """ScienceWorld task ids the AgentGym SciWorld server leaves out of its game list."""
 
+DETERMINISTIC_JAVA_OPTIONS = "-XX:+UnlockExperimentalVMOptions -XX:hashCode=2"
+"""HotSpot flags giving every object the same identity hash code (see module docs)."""
 INVALID_OBSERVATION = "Invalid action! Please check the available actions and try again."
 DONE_OBSERVATION = "The task is over; no further actions are possible."
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +69,8 @@ class SciWorldOptions(Frozen):
     """ScienceWorld simplifications, comma separated (AgentGym and the paper use none: "")."""
     java_options: str = "-Xmx384m"
     """JVM options for each simulator (added to JAVA_TOOL_OPTIONS); caps the heap."""
+    deterministic: bool = True
+    """Constant JVM identity hash codes, so a game replays identically (see module docs)."""
     pool_size: int = Field(16, ge=1)
     """Most simulator JVMs alive at once (~340 MB each); more particles take turns by replay."""
     acquire_timeout_s: float = Field(600.0, gt=0)
@@ -257,9 +261,10 @@ class SciWorldSuite:
 
     def __init__(self, options: SciWorldOptions) -> None:
         self.options = options
-        self.pool = SimulatorPool(
-            options.pool_size, options.java_options, options.acquire_timeout_s
-        )
+        java = options.java_options
+        if options.deterministic:
+            java = f"{java} {DETERMINISTIC_JAVA_OPTIONS}".strip()
+        self.pool = SimulatorPool(options.pool_size, java, options.acquire_timeout_s)
         self._games: list[Game] | None = None
         self._lock = threading.Lock()
 
