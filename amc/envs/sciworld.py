@@ -73,6 +73,9 @@ class SciWorldOptions(Frozen):
     """Constant JVM identity hash codes, so a game replays identically (see module docs)."""
     pool_size: int = Field(16, ge=1)
     """Most simulator JVMs alive at once (~340 MB each); more particles take turns by replay."""
+    enumerate_actions: bool = False
+    """Whether valid_actions() lists every valid action (100-600 ms, often 400-3000 actions);
+    off, it returns None: the paper's SciWorld prompts show no action menu."""
     acquire_timeout_s: float = Field(600.0, gt=0)
     """How long a step may wait for a simulator when every one is busy."""
     splits_dir: Path | None = None
@@ -138,11 +141,13 @@ class SciWorldEnv:
         self.records: tuple[_Record, ...] = ()
         self.score = 0  # 0..100, or -100 after a failure; the reward so far is score / 100
         self.done = False
+        self._valid: tuple[int, list[str]] | None = None  # (len(records), actions)
 
     # -- protocol ---------------------------------------------------------------------------
     def reset(self, task_id: str) -> str:
         game = self.suite.game(task_id)
         self.game, self.records, self.score, self.done = game, (), 0, False
+        self._valid = None
 
         def load(sim: Simulator) -> None:
             self.task_description = sim.load(game.task_name, game.variation, self._simpl)
@@ -181,9 +186,13 @@ class SciWorldEnv:
         return child
 
     def valid_actions(self) -> list[str] | None:
+        if not self.options.enumerate_actions:
+            return None
         if self.game is None or self.done:
             return []
-        return self._use(lambda sim: sim.valid_actions())
+        if self._valid is None or self._valid[0] != len(self.records):  # cached per state
+            self._valid = (len(self.records), self._use(lambda sim: sim.valid_actions()))
+        return list(self._valid[1])
 
     def close(self) -> None:
         self._lease.pool.release(self._lease)

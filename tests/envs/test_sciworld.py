@@ -231,8 +231,15 @@ def test_released_simulator_is_reset_for_the_next_particle(sciworld: SciWorldSui
     try:
         assert nxt.reset(SHORT) == obs0
         assert "called the kitchen" in nxt.step("look around").observation
-        actions = nxt.valid_actions()
+        assert nxt.valid_actions() is None  # off by default: the paper's prompts need none
+        listing = SciWorldSuite(sciworld.options.model_copy(update={"enumerate_actions": True}))
+        listing.pool.close()
+        listing.pool = sciworld.pool  # share the session's simulators (no extra JVM)
+        env = listing.make()
+        env.reset(SHORT)
+        actions = env.valid_actions()
         assert actions is not None and "open door to hallway" in actions
+        env.close()
     finally:
         nxt.close()
 
