@@ -229,9 +229,9 @@ class SciWorldEnv:
                 if fresh and rebuild:
                     self._rebuild(sim)
                 out = fn(sim)
-            except (Py4JNetworkError, SimulatorError) as err:
+            except Py4JNetworkError as err:  # the JVM is gone
                 pool.unpin(lease, drop="close")
-                if attempt or not isinstance(err, Py4JNetworkError):
+                if attempt:
                     raise SimulatorError(f"the ScienceWorld simulator failed: {err}") from err
                 continue
             except BaseException as err:
@@ -254,7 +254,12 @@ class SciWorldEnv:
         for i, rec in enumerate(self.records):
             if not rec.sent:
                 continue
-            obs, score, _ = sim.step(rec.action)
+            try:
+                obs, score, _ = sim.step(rec.action)
+            except Py4JJavaError as err:  # it answered when recorded, so this is a divergence
+                raise ReplayMismatchError(
+                    f"replay of {where} failed at step {i + 1} ({rec.action!r}): {err}"
+                ) from err
             if obs != rec.observation or score != rec.score:
                 raise ReplayMismatchError(
                     f"replay of {where} diverged at step {i + 1} ({rec.action!r}): "

@@ -147,9 +147,14 @@ class Simulator:
         if self.closed:
             return
         self.closed = True
-        proc = self._env._gateway.java_process
+        gateway = self._env._gateway
+        proc = gateway.java_process
         with contextlib.suppress(Exception):
-            self._env.close()
+            if proc.poll() is None:
+                self._env.close()
+            else:  # the JVM is gone: only stop the Python side (no connection attempts)
+                gateway.shutdown_callback_server()
+                gateway.close()
         try:
             proc.wait(timeout=10)
         except Exception:

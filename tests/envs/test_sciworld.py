@@ -284,6 +284,25 @@ def test_pool_never_hands_one_simulator_to_two_particles(sciworld: SciWorldSuite
 
 
 @pytest.mark.slow
+def test_a_killed_jvm_is_replaced_by_replay(sciworld: SciWorldSuite) -> None:
+    gold = sciworld.gold_actions(SHORT)
+    env = sciworld.make()
+    try:
+        env.reset(SHORT)
+        for a in gold[:4]:
+            env.step(a)
+        sim = env._lease.sim
+        assert sim is not None
+        os.kill(sim.pid, signal.SIGKILL)
+        sim._env._gateway.java_process.wait(timeout=30)
+        last = [env.step(a) for a in gold[4:]]  # rebuilt on another JVM, by replay
+        assert last[-1].done and last[-1].info["score"] == 100
+        assert env._lease.sim is not sim and sim not in sciworld.pool.simulators()
+    finally:
+        env.close()
+
+
+@pytest.mark.slow
 def test_close_stops_every_jvm() -> None:
     suite = SciWorldSuite(SciWorldOptions(pool_size=1))
     env = suite.make()
