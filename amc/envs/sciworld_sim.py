@@ -201,6 +201,7 @@ class SimulatorPool:
         self._idle: list[Simulator] = []
         self._holders: dict[int, Lease] = {}  # simulator ident -> lease holding it
         self._starting = 0
+        self._next_ident = 0
         self._clock = 0
         self._closed = False
         self.stats = PoolStats()
@@ -237,9 +238,11 @@ class SimulatorPool:
                 sim = self._take_locked(lease)
                 if sim is None and len(self._all) + self._starting < self.max_instances:
                     self._starting += 1
+                    ident = self._next_ident  # taken under the lock: starts run concurrently
+                    self._next_ident += 1
                     self._cond.release()
                     try:
-                        sim = Simulator(self.java_options, ident=self.stats.started)
+                        sim = Simulator(self.java_options, ident=ident)
                     finally:
                         self._cond.acquire()
                         self._starting -= 1

@@ -358,3 +358,40 @@ def test_sciworld_config_override_validates() -> None:
     assert (cfg.env.name, cfg.smc.max_steps, cfg.smc.resample_steps) == ("sciworld", 20, (4, 12))
     opts = ENVIRONMENTS.validate("sciworld", cfg.env.options)
     assert isinstance(opts, SciWorldOptions) and opts.max_steps == 20
+
+
+@pytest.mark.slow
+async def test_driver_like_run_with_resampling_on_a_small_pool(sciworld: SciWorldSuite) -> None:
+    """Five particles on three JVMs, stepped in threads, resampled twice: every survivor's
+    record still replays exactly (its final fork is verified)."""
+    import asyncio
+
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    menu = ["look around", "open door to hallway", "go to hallway", "inventory", "wait1",
+            "open door to kitchen", "go to kitchen", "pick up thermometer", "open door to bedroom"]
+    envs = [sciworld.make() for _ in range(5)]
+    await asyncio.gather(*(asyncio.to_thread(e.reset, SHORT) for e in envs))
+    for t in range(1, 13):
+        acts = [str(rng.choice(menu)) for _ in envs]
+        await asyncio.gather(*(asyncio.to_thread(e.step, a) for e, a in zip(envs, acts,
+                                                                             strict=True)))
+        if t in (4, 8):
+            parents = sorted(rng.integers(len(envs), size=len(envs)).tolist())
+            counts = Counter(parents)
+            new = []
+            for i, e in enumerate(envs):
+                if i not in counts:
+                    e.close()
+                    continue
+                new.append(e)
+                new += await asyncio.gather(
+                    *(asyncio.to_thread(e.fork) for _ in range(counts[i] - 1))
+                )
+            envs = new
+    assert len(envs) == 5 and all(len(e.records) == 12 for e in envs)
+    for e in envs:
+        (await asyncio.to_thread(e.fork)).close()  # raises ReplayMismatchError on any drift
+        e.close()
+    assert sciworld.pool.stats.peak_live <= 3
