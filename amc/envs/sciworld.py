@@ -41,7 +41,6 @@ from amc.config import Frozen
 from amc.envs.sciworld_sim import (
     Py4JError,
     Py4JJavaError,
-    Py4JNetworkError,
     Simulator,
     SimulatorError,
     SimulatorPool,
@@ -229,14 +228,16 @@ class SciWorldEnv:
                 if fresh and rebuild:
                     self._rebuild(sim)
                 out = fn(sim)
-            except Py4JNetworkError as err:  # the JVM is gone
+            except Py4JJavaError:  # the simulator threw; its state is unknown
+                pool.unpin(lease, drop="idle")
+                raise
+            except Py4JError as err:  # py4j lost the JVM (a network error, or a call on a dead one)
                 pool.unpin(lease, drop="close")
                 if attempt:
                     raise SimulatorError(f"the ScienceWorld simulator failed: {err}") from err
                 continue
-            except BaseException as err:
-                pool.unpin(lease, drop="close" if isinstance(err, Py4JError) and not
-                           isinstance(err, Py4JJavaError) else "idle")
+            except BaseException:
+                pool.unpin(lease, drop="idle")
                 raise
             pool.unpin(lease)
             return out
