@@ -9,6 +9,7 @@ import sys
 import textwrap
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -49,6 +50,16 @@ DOCUMENTED = {
 }
 SHORT = "3464"  # find-non-living-thing: a 7-action gold path with dense milestones
 LONG = "536"  # use-thermometer: 19 actions to the goal
+
+
+@pytest.fixture(scope="module")
+def sciworld() -> Iterator[SciWorldSuite]:
+    """A SciWorld suite with at most 3 JVMs (about 1 GB), closed after this module.
+
+    (Defined here rather than in tests/envs/conftest.py, which other environments share.)"""
+    suite = SciWorldSuite(SciWorldOptions(pool_size=3))
+    yield suite
+    suite.close()
 
 
 # -- no simulator needed ----------------------------------------------------------------------
