@@ -247,11 +247,11 @@ class SimulatorPool:
                         self._cond.acquire()
                         self._starting -= 1
                     self.stats.started += 1
-                    self._all.append(sim)
-                    self.stats.peak_live = max(self.stats.peak_live, len(self._all))
-                    if self._closed:
+                    if self._closed:  # closed while it started
                         sim.close()
                         continue
+                    self._all.append(sim)
+                    self.stats.peak_live = max(self.stats.peak_live, len(self._all))
                 if sim is not None:
                     self._give_locked(sim, lease)
                     return sim, True
