@@ -118,6 +118,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.agentgym",
     "amc.priors.random_valid",
     "amc.envs.webshop",
+    "amc.envs.sciworld",
     "amc.value.simple",
 )
 
