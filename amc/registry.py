@@ -116,9 +116,9 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.synthetic",
     "amc.envs.textcraft",
     "amc.envs.agentgym",
-    "amc.envs.random_prior",
+    "amc.priors.random_valid",
     "amc.envs.webshop",
-    "amc.priors.uniform",
+    "amc.envs.sciworld",
     "amc.value.simple",
     "amc.value.scorers",
 )
