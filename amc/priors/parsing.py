@@ -21,7 +21,9 @@ from collections.abc import Callable, Sequence
 
 from amc.types import INVALID_ACTION
 
-_ACTION_LINE = re.compile(r"^[\s>*#`\-]*action\s*(?:\d+\s*)?:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
+_ACTION_LINE = re.compile(
+    r"^[\s>*#`\-]*action\s*(?:\d+\s*)?:\s*(.*)$", re.IGNORECASE | re.MULTILINE
+)
 _MENU_NUMBER = re.compile(r"^[\[(#]?\s*(\d{1,4})\s*[\]).:]?(?:\s+(.*))?$")
 _WS = re.compile(r"\s+")
 _WRAPPERS = "`\"'*"

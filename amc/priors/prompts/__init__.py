@@ -57,7 +57,7 @@ def get_prompts(env: str) -> PromptSet:
 
 
 MENU_HEADER = "Valid actions now:"
-MENU_ASK = "Pick exactly one of the valid actions: write 'Action: ' and then its number or its text."
+MENU_ASK = "Pick exactly one valid action: write 'Action: ' and then its number or its text."
 
 
 def menu_text(valid_actions: Sequence[str], limit: int) -> str:
