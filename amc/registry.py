@@ -114,6 +114,9 @@ VALUES: Registry[Any] = Registry("value function")
 BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.synthetic",
     "amc.value.simple",
+    "amc.priors.openai",
+    "amc.priors.embedded",
+    "amc.priors.hf",
 )
 
 _loaded = False

@@ -8,7 +8,7 @@ must reproduce a clean run exactly.
 
 Faults are drawn per incoming request from the server's own seeded generator:
 ``429`` with ``Retry-After``, ``500``, or a stall longer than the client's timeout.
-``delay_s`` adds a fixed latency to every answer (benchmarks). ``require_key`` makes every
+``max_context_tokens`` turns long prompts into the 400 context-length error. ``delay_s`` adds a fixed latency to every answer (benchmarks). ``require_key`` makes every
 request with another key fail with 401, the way the OpenAI API words it.
 
 Example::
@@ -72,6 +72,8 @@ class LoopbackServer:
     delay_s: float = 0.0
     faults: Faults = field(default_factory=Faults)
     require_key: str | None = None
+    max_context_tokens: int | None = None
+    """Prompts longer than this (chars / 4) get the 400 context-length error."""
     counts: Counter = field(default_factory=Counter)
     port: int = 0
 
@@ -111,6 +113,10 @@ class LoopbackServer:
             body = await request.json()
             msgs = body.get("messages") or []
             prompt = "\n".join(m["content"] for m in msgs) if chat else body["prompt"]
+            if self.max_context_tokens and len(prompt) // 4 > self.max_context_tokens:
+                self.counts["400"] += 1
+                return error(400, f"This model's maximum context length is "
+                                  f"{self.max_context_tokens} tokens.")
             action = toy_answer(prompt, body.get("seed"))
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
