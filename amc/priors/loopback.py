@@ -8,8 +8,9 @@ must reproduce a clean run exactly.
 
 Faults are drawn per incoming request from the server's own seeded generator:
 ``429`` with ``Retry-After``, ``500``, or a stall longer than the client's timeout.
-``max_context_tokens`` turns long prompts into the 400 context-length error. ``delay_s`` adds a fixed latency to every answer (benchmarks). ``require_key`` makes every
-request with another key fail with 401, the way the OpenAI API words it.
+``max_context_tokens`` turns long prompts into the 400 context-length error; ``delay_s`` adds
+a fixed latency to every answer (benchmarks); ``require_key`` makes every request with another
+key fail with 401, the way the OpenAI API words it.
 
 Example::
 
