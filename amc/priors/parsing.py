@@ -26,7 +26,7 @@ _ACTION_LINE = re.compile(
 )
 _MENU_NUMBER = re.compile(r"^[\[(#]?\s*(\d{1,4})\s*[\]).:]?(?:\s+(.*))?$")
 _WS = re.compile(r"\s+")
-_WRAPPERS = "`\"'*"
+_WRAPPERS = "`\"'* "
 
 
 def _collapse(s: str) -> str:
