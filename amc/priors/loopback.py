@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 _MENU_ITEM = re.compile(r"^\s*(\d+)\. (.+)$", re.MULTILINE)
 
@@ -83,9 +85,6 @@ class LoopbackServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def app(self) -> Any:
-        from fastapi import FastAPI, Request
-        from fastapi.responses import JSONResponse
-
         app = FastAPI()
         rng = np.random.default_rng(self.faults.seed)
         f = self.faults
