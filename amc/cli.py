@@ -48,6 +48,7 @@ def main() -> None:  # pragma: no cover - console entry point
 
 
 # Command modules (each registers its commands on `app`).
+import amc.cli_priors  # noqa: E402,F401
 from amc import cli_run  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
