@@ -166,3 +166,21 @@ class LoopbackServer:
     def __exit__(self, *exc: object) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=10)
+
+
+def main() -> None:
+    """``python -m amc.priors.loopback --port P [--delay-s S]``: serve until interrupted."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Loopback OpenAI-compatible toy server.")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--delay-s", type=float, default=0.0)
+    args = ap.parse_args()
+    import uvicorn
+
+    uvicorn.run(LoopbackServer(delay_s=args.delay_s).app(), host="127.0.0.1", port=args.port,
+                log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()
