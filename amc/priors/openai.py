@@ -254,8 +254,9 @@ class OpenAIPrior:
             usage = Usage(retries=seen[0])
             self.ledger.record(task_id, usage)
             return "", usage, reason
-        text = (resp.choices[0].message.content if endpoint == "chat"
-                else resp.choices[0].text) or ""
+        choice = resp.choices[0] if resp.choices else None
+        text = "" if choice is None else (
+            choice.message.content if endpoint == "chat" else choice.text) or ""
         u = resp.usage
         cached = 0
         details = getattr(u, "prompt_tokens_details", None) if u is not None else None
