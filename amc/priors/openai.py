@@ -117,9 +117,16 @@ def is_reasoning_model(model: str) -> bool:
     return model.lower().startswith(REASONING_PREFIXES)
 
 
-_SDK_FIELDS = frozenset({"model", "messages", "prompt", "max_tokens", "max_completion_tokens",
-                         "temperature", "top_p", "stop", "seed", "reasoning_effort"})
-"""Request fields the SDK takes as arguments; the rest travel in ``extra_body``."""
+def _read_response(resp: Any, endpoint: str) -> tuple[str, tuple[int, int, int]]:
+    """Text and (prompt, completion, cached) tokens of a JSON completion response."""
+    resp = resp if isinstance(resp, dict) else {}
+    choices = resp.get("choices") or [{}]
+    first = choices[0] or {}
+    text = (first.get("message") or {}).get("content") if endpoint == "chat" else first.get("text")
+    u = resp.get("usage") or {}
+    cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    tokens = (int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0), int(cached))
+    return text or "", tokens
 
 
 @dataclass
@@ -223,13 +230,11 @@ class OpenAIPrior:
                 self.ledger.cache_hits += 1
                 return hit[0], Usage(), None  # a replay costs nothing
         st = self.loop_state()
-        body = dict(request)
-        extra = {k: body.pop(k) for k in list(body) if k not in _SDK_FIELDS}
-        create = (st.client.chat.completions.create if endpoint == "chat"
-                  else st.client.completions.create)
-        text_len = sum(len(m["content"]) for m in body.get("messages", [])) + len(
-            body.get("prompt", ""))
-        est = text_len // 4 + int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        path = "/chat/completions" if endpoint == "chat" else "/completions"
+        text_len = sum(len(m["content"]) for m in request.get("messages", [])) + len(
+            request.get("prompt", ""))
+        est = text_len // 4 + int(request.get("max_tokens")
+                                  or request.get("max_completion_tokens") or 0)
 
         def on_retry(err: BaseException, wait: float) -> None:
             self.retries += 1
@@ -238,7 +243,11 @@ class OpenAIPrior:
                      redact(str(err)[:200], self._key))
 
         async def attempt() -> Any:
-            return await st.limiter.run(est, lambda: create(**body, extra_body=extra or None))
+            # The SDK's generic POST: same auth, errors and timeouts as `.create()`, without
+            # re-validating our plain JSON body and building response models (~3 ms per call,
+            # which is what limits one event loop driving hundreds of particles).
+            return await st.limiter.run(
+                est, lambda: st.client.post(path, cast_to=object, body=request))
 
         jitter = np.random.default_rng([seed, 0x5EED])  # never the particle's generator
         seen = [0]  # retries of this call
@@ -254,18 +263,10 @@ class OpenAIPrior:
             usage = Usage(retries=seen[0])
             self.ledger.record(task_id, usage)
             return "", usage, reason
-        choice = resp.choices[0] if resp.choices else None
-        text = "" if choice is None else (
-            choice.message.content if endpoint == "chat" else choice.text) or ""
-        u = resp.usage
-        cached = 0
-        details = getattr(u, "prompt_tokens_details", None) if u is not None else None
-        if details is not None:
-            cached = int(getattr(details, "cached_tokens", 0) or 0)
+        text, (prompt_toks, completion_toks, cached) = _read_response(resp, endpoint)
         usage = self.ledger.price(
             self.options.model if not is_local(self.base_url) else "local",
-            int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0),
-            cached, price=self.options.price, retries=retries,
+            prompt_toks, completion_toks, cached, price=self.options.price, retries=retries,
         )
         self.ledger.record(task_id, usage)
         if self.cache is not None and key is not None:
