@@ -44,3 +44,9 @@ def test_completion_transcript_is_stable_and_windowed():
 
 def test_reflact_swaps_the_instruction():
     assert "Reflection:" in chat_messages(H, "sciworld", "reflact")[0]["content"]
+
+
+def test_menu_style_without_valid_actions_is_plain_react():
+    bare = History(H.task_id, H.observation0, H.steps)
+    assert completion_prompt(bare, "textcraft", "menu") == completion_prompt(bare, "textcraft")
+    assert chat_messages(bare, "textcraft", "menu") == chat_messages(bare, "textcraft")

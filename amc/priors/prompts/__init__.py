@@ -66,6 +66,11 @@ def menu_text(valid_actions: Sequence[str], limit: int) -> str:
     return "\n".join([MENU_HEADER, *lines])
 
 
+def _effective(style: Style, history: History) -> Style:
+    """``menu`` needs valid actions; without them the prompt is plain ReAct."""
+    return "react" if style == "menu" and not history.valid_actions else style
+
+
 def _instruction(p: PromptSet, style: Style) -> str:
     text = p.reflact_instruction if style == "reflact" and p.reflact_instruction else p.instruction
     if style == "menu":
@@ -88,7 +93,7 @@ def chat_messages(
     history: History, env: str, style: Style = "react", *, max_steps: int = 30, menu_limit: int = 60
 ) -> list[dict[str, str]]:
     """OpenAI chat messages for the next turn of ``history``."""
-    p = get_prompts(env)
+    p, style = get_prompts(env), _effective(style, history)
     msgs = [
         {"role": "system", "content": _instruction(p, style)},
         {"role": "user", "content": history.observation0},
@@ -109,7 +114,7 @@ def completion_prompt(
     history: History, env: str, style: Style = "react", *, max_steps: int = 30, menu_limit: int = 60
 ) -> str:
     """A few-shot transcript for a base/completion model; it ends with ``Action:``."""
-    p = get_prompts(env)
+    p, style = get_prompts(env), _effective(style, history)
     parts = [_instruction(p, style), "", "Here is a solved example of a different task.", ""]
     example = p.menu_example if style == "menu" and p.menu_example else p.example
     parts += [example.strip(), "", "Now the real task.", "", f"Observation: {history.observation0}"]
