@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from amc.types import Usage
+
+log = logging.getLogger("amc.priors")
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT, usage TEXT)"
 
@@ -40,7 +43,9 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        # timeout: wait for another process's write lock (parallel evaluation workers).
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                   timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(SCHEMA)
         self.hits = 0
@@ -56,11 +61,15 @@ class ResponseCache:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def get(self, key: str) -> tuple[str, Usage] | None:
-        """The stored text and original usage, or ``None``."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT text, usage FROM responses WHERE key = ?", (key,)
-            ).fetchone()
+        """The stored text and original usage, or ``None`` (also when the file is unusable)."""
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT text, usage FROM responses WHERE key = ?", (key,)
+                ).fetchone()
+        except sqlite3.Error as err:  # a cache must never fail a proposal
+            log.warning("response cache read failed: %s", err)
+            row = None
         if row is None:
             self.misses += 1
             return None
@@ -69,11 +78,14 @@ class ResponseCache:
 
     def put(self, key: str, text: str, usage: Usage) -> None:
         """Store a successful response (first write wins)."""
-        with self._lock:
-            self._db.execute(
-                "INSERT OR IGNORE INTO responses VALUES (?, ?, ?)",
-                (key, text, json.dumps(usage.to_dict())),
-            )
+        try:
+            with self._lock:
+                self._db.execute(
+                    "INSERT OR IGNORE INTO responses VALUES (?, ?, ?)",
+                    (key, text, json.dumps(usage.to_dict())),
+                )
+        except sqlite3.Error as err:
+            log.warning("response cache write failed: %s", err)
 
     def __len__(self) -> int:
         with self._lock:
