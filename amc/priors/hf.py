@@ -176,7 +176,10 @@ class HFPrior:
                                  cache=past, use_cache=True)  # transformers 5: `cache`
                 past = res.cache
                 logits = res.logits[:, -1, :].float() / o.temperature  # (B, V)
-                nxt = torch.stack([self._sample(logits[i], gens[i]) for i in range(b)])
+                probs = self._filtered_probs(logits)  # (B, V), batched
+                # One draw per row from the row's own generator (batch-independent samples).
+                nxt = torch.cat([torch.multinomial(probs[i], 1, generator=gens[i])
+                                 for i in range(b)])
                 nxt = torch.where(finished, torch.full_like(nxt, tok.pad_token_id), nxt)
                 out[:, t] = nxt
                 lengths += (~finished).long()
@@ -197,20 +200,20 @@ class HFPrior:
             results.append((text, int(enc["attention_mask"][i].sum()), int(lengths[i])))
         return results
 
-    def _sample(self, logits: Any, gen: Any) -> Any:
+    def _filtered_probs(self, logits: Any) -> Any:
+        """Top-k then top-p truncated probabilities, (B, V) -> (B, V) (rows unnormalised)."""
         import torch
 
         o = self.options
         if o.top_k:
-            kth = torch.topk(logits, min(o.top_k, logits.numel())).values[-1]
+            kth = torch.topk(logits, min(o.top_k, logits.shape[-1]), dim=-1).values[:, -1:]
             logits = logits.masked_fill(logits < kth, float("-inf"))
         probs = torch.softmax(logits, -1)
         if o.top_p < 1:
-            sp, si = torch.sort(probs, descending=True)
+            sp, si = torch.sort(probs, descending=True, dim=-1)
             drop = sp.cumsum(-1) - sp > o.top_p  # keep the smallest prefix with mass >= top_p
-            sp = sp.masked_fill(drop, 0.0)
-            probs = torch.zeros_like(probs).scatter(0, si, sp)
-        return torch.multinomial(probs, 1, generator=gen)[0]
+            probs = torch.zeros_like(probs).scatter(1, si, sp.masked_fill(drop, 0.0))
+        return probs
 
     # -- micro-batcher -----------------------------------------------------------------------
     async def _run_worker(self) -> None:
