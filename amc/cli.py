@@ -56,6 +56,7 @@ def main() -> None:  # pragma: no cover - console entry point
 from amc import (  # noqa: E402,F401
     cli_envs,
     cli_pipeline,
+    cli_priors,
     cli_run,
     cli_value,
     cli_webshop,

@@ -121,6 +121,9 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.sciworld",
     "amc.value.simple",
     "amc.value.scorers",
+    "amc.priors.openai",
+    "amc.priors.embedded",
+    "amc.priors.hf",
 )
 
 _loaded = False
