@@ -26,7 +26,10 @@ pytestmark = pytest.mark.slow
 def toy_params() -> dict:
     p = yaml.safe_load((ROOT / "params.yaml").read_text())
     for k, v in TOY_PARAMS.items():
-        p.setdefault(k, {}).update(v)
+        if k in ("env", "prior", "smc"):  # replace: the default's options are TextCraft's
+            p[k] = dict(v)
+        else:
+            p.setdefault(k, {}).update(v)
     p["evaluate"].update(learned_value="learned", methods=["react", "bon", "smc", "amc"],
                          n_grid=[2, 4], max_tasks=8)
     p["train"].update(epochs=1, max_length=64, num_layers=1)
