@@ -67,7 +67,9 @@ def report_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
 
     p = _load(params, set_)
     s = report_stage(p, calibrate=calibrate)
-    typer.echo(format_table([{"method": k, **m, "log_z": 0.0} for k, m in s["methods"].items()]))
+    order = ("react", "bon", "smc", "amc", "champion")
+    rows = sorted(s["methods"].items(), key=lambda kv: (kv[1]["n"], order.index(kv[1]["role"])))
+    typer.echo(format_table([{"method": k, **m} for k, m in rows]))
     if s["promotion"]:
         pr = s["promotion"]
         typer.echo(f"\npromotion: {'PROMOTED' if pr['promote'] else 'kept'} ({pr['reason']}); "
