@@ -1,9 +1,10 @@
 """Lineage of pipeline runs: one MLflow experiment per stage kind, runs tagged with git + DVC.
 
 DVC owns data lineage (``dvc.lock`` hashes every stage's inputs and outputs); MLflow owns runs
-and models. To join the two, every stage run is tagged with the git commit (and whether the
-tree was dirty) and, for each input path, the hash ``dvc.lock`` recorded when the stage that
-produces it last ran (``dvc.input.<path>``), plus the hash of ``dvc.lock`` itself. ``dvc repro``
+and models. To join the two, every stage run is tagged with the git commit (``git_commit``,
+``git_dirty``), the hash of ``dvc.lock`` (``dvc_lock_sha256``; both from :mod:`amc.tracking`)
+and, for each input path, the hash ``dvc.lock`` recorded when the stage that produces it last
+ran (``dvc.input.<path>``). ``dvc repro``
 writes a stage's lock entry as soon as it finishes, so the upstream entries are current when a
 downstream stage starts.
 
