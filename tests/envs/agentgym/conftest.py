@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,3 +134,17 @@ def webshop_server(webshop_catalog: Path) -> Iterator[str]:
         yield server.url
     finally:
         server.stop()
+
+
+@dataclass(frozen=True)
+class ProcTools:
+    """What the tests need of this module (test files cannot import a conftest)."""
+
+    start_server: Callable[..., Server] = start_server
+    java_descendants: Callable[[int], set[int]] = java_descendants
+    alive: Callable[[set[int]], set[int]] = alive
+
+
+@pytest.fixture(scope="session")
+def proc_tools() -> ProcTools:
+    return ProcTools()
