@@ -124,3 +124,24 @@ def test_driver_forces_the_buy_over_the_webshop_dialect() -> None:
         assert (last.reward, last.done) == ((0.75, True) if on_item else (0.0, False))
     # seed 2: one particle bought from an item page, the other clicked elsewhere
     assert sorted(t.steps[-1].reward for t in final) == [0.0, 0.75]
+
+
+def test_a_server_without_final_action_forces_nothing_and_is_asked_once() -> None:
+    """An upstream TextCraft-dialect server has no /final_action: a 404, then no more asks."""
+    paths: list[str] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        paths.append(req.url.path)
+        if req.url.path == "/create":
+            return httpx.Response(200, json={"id": len(paths)})
+        if req.url.path == "/reset":
+            return httpx.Response(200, json={"observation": "Goal: craft stick."})
+        return httpx.Response(404, json={"detail": "Not Found"})
+
+    s = AgentGymSuite(AgentGymOptions(backoff_s=0.0))
+    s.http = httpx.Client(base_url="http://test", transport=httpx.MockTransport(handler))
+    envs = [s.make() for _ in range(3)]
+    for e in envs:
+        e.reset("0")
+    assert [e.final_action() for e in envs] == [None, None, None]
+    assert paths.count("/final_action") == 1 and s.has_final_action is False
