@@ -55,6 +55,7 @@ def main() -> None:  # pragma: no cover - console entry point
 # Command modules (each registers its commands on `app`).
 from amc import (  # noqa: E402,F401
     cli_envs,
+    cli_priors,
     cli_run,
     cli_webshop,
 )

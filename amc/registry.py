@@ -120,6 +120,9 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.webshop",
     "amc.envs.sciworld",
     "amc.value.simple",
+    "amc.priors.openai",
+    "amc.priors.embedded",
+    "amc.priors.hf",
 )
 
 _loaded = False

@@ -1,0 +1,273 @@
+"""Prior ``hf``: an in-process transformers causal LM, batched across particles (GPU users).
+
+Proposals that arrive together (the SMC driver gathers all particles of a step) are collected
+by a micro-batcher -- up to ``batch_size`` requests, waiting at most ``batch_wait_ms`` after the
+first -- and decoded in one left-padded batch with a KV cache, in a worker thread so the event
+loop keeps running. Each row samples with its *own* ``torch.Generator`` seeded from the
+request seed the particle's generator supplied, so a particle's sample does not depend on
+which other particles share its batch (up to floating-point effects of padding).
+
+Sampling is temperature, then top-k, then top-p (llama.cpp-like truncation; measured: pure
+temperature sampling makes small models markedly worse). Prompts are the same renderings as
+the API priors: the few-shot completion transcript (default; stops at the newline) or the
+tokenizer's chat template over :func:`~amc.priors.prompts.chat_messages`.
+
+``model`` is a Hugging Face id or directory; ``embedded:gemma-3-270m`` converts the bundled
+GGUF once into fp32 safetensors under ``$AMC_CACHE/models`` (transformers 5 refuses to save a
+GGUF-loaded model until its quantizer marker is cleared). An alternative for large models is
+to serve them with vLLM and use prior ``openai`` with ``base_url``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from amc.config import Frozen
+from amc.priors.cache import default_cache_dir
+from amc.priors.ledger import Budget, Ledger
+from amc.priors.parsing import parse_action
+from amc.priors.prompts import Style, chat_messages, completion_prompt
+from amc.registry import PRIORS
+from amc.types import INVALID_ACTION, AgentTurn, History, Usage
+
+
+class HFOptions(Frozen):
+    """A local causal LM and how to sample from it."""
+
+    model: str = "embedded:gemma-3-270m"
+    """HF model id or directory; embedded:<name> converts a bundled GGUF once."""
+    chat_template: bool = False
+    """Render chat messages with the tokenizer's template instead of a few-shot transcript."""
+    prompt: Style = "menu"
+    """menu, react or reflact."""
+    temperature: float = Field(1.0, gt=0)
+    """Sampling temperature."""
+    top_k: int = Field(40, ge=0)
+    """Keep the k most likely tokens (0 = off)."""
+    top_p: float = Field(0.95, gt=0, le=1)
+    """Nucleus mass kept after top-k."""
+    max_new_tokens: int = Field(48, ge=1)
+    """Output cap per turn (completion mode stops at the first newline)."""
+    batch_size: int = Field(16, ge=1)
+    """Most proposals decoded together."""
+    batch_wait_ms: float = Field(5.0, ge=0)
+    """How long the first proposal waits for others to join its batch."""
+    device: str = "auto"
+    """cuda, cpu or auto (cuda when available)."""
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    """Weights dtype; auto = bfloat16 on GPU, float32 on CPU."""
+    max_history_steps: int = Field(30, ge=1)
+    """Most recent steps shown in the prompt."""
+    menu_limit: int = Field(60, ge=1)
+    """Most valid actions listed in a menu prompt."""
+    budget_tokens: int | None = Field(None, ge=1)
+    """Per-task token cap."""
+
+
+def converted_model_dir(name: str, cache_dir: Path | None = None) -> Path:
+    """A bundled GGUF model as fp32 safetensors, converted once (about 1 GB for Gemma)."""
+    import fcntl
+
+    from amc.priors.embedded import model_path
+
+    root = cache_dir or default_cache_dir() / "models"
+    out = root / f"{name}-hf"
+    if (out / "config.json").exists():
+        return out
+    gguf = model_path(name, root)
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".{name}-hf.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "config.json").exists():
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                         dtype=torch.float32)
+            model.hf_quantizer = None  # transformers 5 marks GGUF loads as unsaveable
+            model.config.__dict__.pop("quantization_config", None)
+            tmp = out.with_name(out.name + ".part")
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
+            tmp.rename(out)
+    return out
+
+
+@dataclass
+class _Request:
+    prompt: str
+    seed: int
+    future: asyncio.Future[tuple[str, int, int]]
+
+
+class HFPrior:
+    """Batched local sampling behind the :class:`~amc.protocols.Prior` protocol."""
+
+    def __init__(self, options: HFOptions, env: str = "generic") -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.options, self.env = options, env
+        path: str | Path = options.model
+        if options.model.startswith("embedded:"):
+            path = converted_model_dir(options.model.split(":", 1)[1])
+        cuda = torch.cuda.is_available()
+        self.device = torch.device("cuda" if options.device == "auto" and cuda else
+                                   ("cpu" if options.device == "auto" else options.device))
+        dtype = {"auto": torch.bfloat16 if self.device.type == "cuda" else torch.float32,
+                 "float32": torch.float32, "bfloat16": torch.bfloat16,
+                 "float16": torch.float16}[options.dtype]
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(self.device)
+        self.model.eval()
+        self.name = str(options.model)
+        # Token ids whose text holds a newline end a completion-mode turn.
+        # Piece spellings: literal (sentencepiece), "Ċ" (byte-level BPE) or a byte token.
+        vocab = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
+        self._newline = torch.tensor(
+            [bool(t) and ("\n" in t or "Ċ" in t or t == "<0x0A>") for t in vocab],
+            device=self.device)
+        self.ledger = Ledger(Budget(max_tokens=options.budget_tokens))
+        self._queue: asyncio.Queue[_Request] | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._gpu_lock = threading.Lock()
+        self.batches: list[int] = []
+        """Size of every decoded batch (how well proposals were grouped)."""
+
+    def render(self, history: History) -> str:
+        o = self.options
+        kw = {"max_steps": o.max_history_steps, "menu_limit": o.menu_limit}
+        if o.chat_template:
+            msgs = chat_messages(history, self.env, o.prompt, **kw)
+            return self.tokenizer.apply_chat_template(msgs, tokenize=False,
+                                                      add_generation_prompt=True)
+        return completion_prompt(history, self.env, o.prompt, **kw)
+
+    # -- batched decoding (runs in a worker thread) ------------------------------------------
+    def generate(self, prompts: list[str], seeds: list[int]) -> list[tuple[str, int, int]]:
+        """``(text, prompt tokens, completion tokens)`` per prompt, one batched decode."""
+        import torch
+
+        o, tok = self.options, self.tokenizer
+        enc = tok(prompts, return_tensors="pt", padding=True, padding_side="left").to(self.device)
+        ids, attn = enc["input_ids"], enc["attention_mask"]  # (B, L)
+        gens = [torch.Generator(device=self.device).manual_seed(s) for s in seeds]
+        stop_at_newline = not o.chat_template
+        b = ids.shape[0]
+        out = torch.full((b, o.max_new_tokens), tok.pad_token_id, device=self.device)
+        finished = torch.zeros(b, dtype=torch.bool, device=self.device)
+        lengths = torch.zeros(b, dtype=torch.long, device=self.device)
+        pos = (attn.cumsum(-1) - 1).clamp(min=0)
+        past = None
+        step_ids = ids
+        with self._gpu_lock, torch.inference_mode():
+            for t in range(o.max_new_tokens):
+                res = self.model(input_ids=step_ids, attention_mask=attn, position_ids=pos,
+                                 cache=past, use_cache=True)  # transformers 5: `cache`
+                past = res.cache
+                logits = res.logits[:, -1, :].float() / o.temperature  # (B, V)
+                probs = self._filtered_probs(logits)  # (B, V), batched
+                # One draw per row from the row's own generator (batch-independent samples).
+                nxt = torch.cat([torch.multinomial(probs[i], 1, generator=gens[i])
+                                 for i in range(b)])
+                nxt = torch.where(finished, torch.full_like(nxt, tok.pad_token_id), nxt)
+                out[:, t] = nxt
+                lengths += (~finished).long()
+                stop = nxt == tok.eos_token_id
+                if stop_at_newline:
+                    stop |= self._newline[nxt]
+                finished |= stop
+                if bool(finished.all()):
+                    break
+                step_ids = nxt[:, None]
+                attn = torch.cat([attn, torch.ones_like(step_ids)], dim=1)
+                pos = pos[:, -1:] + 1
+        results = []
+        for i in range(b):
+            text = tok.decode(out[i, : int(lengths[i])], skip_special_tokens=True)
+            if stop_at_newline:
+                text = text.split("\n", 1)[0]
+            results.append((text, int(enc["attention_mask"][i].sum()), int(lengths[i])))
+        return results
+
+    def _filtered_probs(self, logits: Any) -> Any:
+        """Top-k then top-p truncated probabilities, (B, V) -> (B, V) (rows unnormalised)."""
+        import torch
+
+        o = self.options
+        if o.top_k:
+            kth = torch.topk(logits, min(o.top_k, logits.shape[-1]), dim=-1).values[:, -1:]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+        probs = torch.softmax(logits, -1)
+        if o.top_p < 1:
+            sp, si = torch.sort(probs, descending=True, dim=-1)
+            drop = sp.cumsum(-1) - sp > o.top_p  # keep the smallest prefix with mass >= top_p
+            probs = torch.zeros_like(probs).scatter(1, si, sp.masked_fill(drop, 0.0))
+        return probs
+
+    # -- micro-batcher -----------------------------------------------------------------------
+    async def _run_worker(self) -> None:
+        assert self._queue is not None
+        while True:
+            batch = [await self._queue.get()]
+            deadline = asyncio.get_running_loop().time() + self.options.batch_wait_ms / 1000
+            while len(batch) < self.options.batch_size:
+                timeout = deadline - asyncio.get_running_loop().time()
+                try:
+                    batch.append(await asyncio.wait_for(self._queue.get(), max(timeout, 0)))
+                except TimeoutError:
+                    break
+            self.batches.append(len(batch))
+            try:
+                res = await asyncio.to_thread(self.generate, [r.prompt for r in batch],
+                                              [r.seed for r in batch])
+                for r, x in zip(batch, res, strict=True):
+                    r.future.set_result(x)
+            except Exception as err:  # fail this batch's particles, keep serving
+                for r in batch:
+                    if not r.future.done():
+                        r.future.set_exception(err)
+
+    async def propose(self, history: History, rng: np.random.Generator) -> AgentTurn:
+        """Sample one agent turn; concurrent calls are decoded as one batch."""
+        seed = int(rng.integers(0, 2**31 - 1))
+        stop = self.ledger.exhausted(history.task_id)
+        if stop:
+            return AgentTurn(raw_text="", action=INVALID_ACTION, error=stop)
+        loop = asyncio.get_running_loop()
+        if self._worker is None or self._worker.get_loop() is not loop or self._worker.done():
+            self._queue = asyncio.Queue()
+            self._worker = loop.create_task(self._run_worker())
+        fut: asyncio.Future[tuple[str, int, int]] = loop.create_future()
+        assert self._queue is not None
+        await self._queue.put(_Request(self.render(history), seed, fut))
+        try:
+            text, n_prompt, n_out = await fut
+        except Exception as err:
+            return AgentTurn("", INVALID_ACTION, error=f"local generation failed: {err}"[:300])
+        usage = Usage(prompt_tokens=n_prompt, completion_tokens=n_out, calls=1)
+        self.ledger.record(history.task_id, usage)
+        action = parse_action(text, self.env, history.valid_actions,
+                              prefilled=not self.options.chat_template)
+        return AgentTurn(raw_text=text, action=action, usage=usage)
+
+    async def aclose(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            self._worker = None
+
+
+@PRIORS.register("hf", options=HFOptions)
+def make_hf_prior(options: HFOptions, *, env_name: str = "generic", **_: object) -> HFPrior:
+    """Local transformers causal LM, batched across particles (GPU users)."""
+    return HFPrior(options, env=env_name)

@@ -1,0 +1,129 @@
+"""ReAct prompts per environment, and how a particle's history becomes a prompt.
+
+Each environment registers a :class:`PromptSet` (in its own module, written in our words):
+an instruction, a worked example of a *different* task (few-shot transcripts for completion
+models), and optionally a ReflAct instruction. Three styles are rendered from it:
+
+- ``react``: Thought/Action turns; chat models get the instruction as the system message.
+- ``reflact``: like ``react`` but each turn opens with ``Reflection:`` (SciWorld).
+- ``menu``: the current valid actions are listed, numbered, and the model picks one (the only
+  way a sub-billion-parameter model acts sensibly; still black-box sampling).
+
+Chat rendering (:func:`chat_messages`) ends with the latest observation as a user message.
+Completion rendering (:func:`completion_prompt`) is a plain transcript that ends with
+``Action:``; the model writes only the action and stops at the newline. The layout is stable
+(instruction, example, task, steps) so providers' prefix caches and llama.cpp's KV reuse hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from amc.types import History
+
+Style = Literal["react", "reflact", "menu"]
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """The texts that describe one environment to the agent."""
+
+    instruction: str
+    """What the task is, the action grammar and the Thought/Action answer format."""
+    example: str
+    """A solved transcript of another task: ``Observation:``/``Action:`` lines, no thoughts."""
+    reflact_instruction: str | None = None
+    """Instruction for the ReflAct variant (``Reflection:`` instead of ``Thought:``)."""
+    menu_example: str | None = None
+    """The example with a ``Valid actions now:`` list before each action (menu style)."""
+
+
+PROMPTS: dict[str, PromptSet] = {}
+"""Prompt registry keyed by environment name."""
+
+
+def register(env: str, prompts: PromptSet) -> PromptSet:
+    PROMPTS[env] = prompts
+    return prompts
+
+
+def get_prompts(env: str) -> PromptSet:
+    """The prompts of ``env`` (a generic set for environments without their own)."""
+    from amc.priors.prompts import generic, sciworld, textcraft, webshop  # noqa: F401
+
+    return PROMPTS.get(env, PROMPTS["generic"])
+
+
+MENU_HEADER = "Valid actions now:"
+MENU_ASK = "Pick exactly one valid action: write 'Action: ' and then its number or its text."
+
+
+def menu_text(valid_actions: Sequence[str], limit: int) -> str:
+    """The numbered list of valid actions (at most ``limit`` entries)."""
+    lines = [f"{i}. {a}" for i, a in enumerate(valid_actions[:limit], 1)]
+    return "\n".join([MENU_HEADER, *lines])
+
+
+def _effective(style: Style, history: History) -> Style:
+    """``menu`` needs valid actions; without them the prompt is plain ReAct."""
+    return "react" if style == "menu" and not history.valid_actions else style
+
+
+def _instruction(p: PromptSet, style: Style) -> str:
+    text = p.reflact_instruction if style == "reflact" and p.reflact_instruction else p.instruction
+    if style == "menu":
+        text += "\n\nEach observation is followed by the list of valid actions. " + MENU_ASK
+    return text
+
+
+def _window(history: History, max_steps: int) -> tuple[int, list]:
+    """The last ``max_steps`` steps (older ones are dropped to fit the context)."""
+    steps = list(history.steps)
+    skipped = max(0, len(steps) - max_steps)
+    return skipped, steps[skipped:]
+
+
+def _assistant_text(raw_text: str, action: str) -> str:
+    return raw_text.strip() if "action:" in raw_text.lower() else f"Action: {action}"
+
+
+def chat_messages(
+    history: History, env: str, style: Style = "react", *, max_steps: int = 30, menu_limit: int = 60
+) -> list[dict[str, str]]:
+    """OpenAI chat messages for the next turn of ``history``."""
+    p, style = get_prompts(env), _effective(style, history)
+    msgs = [
+        {"role": "system", "content": _instruction(p, style)},
+        {"role": "user", "content": history.observation0},
+    ]
+    skipped, steps = _window(history, max_steps)
+    if skipped:
+        msgs[1]["content"] += f"\n\n({skipped} earlier steps are not shown.)"
+    for s in steps:
+        msgs.append({"role": "assistant", "content": _assistant_text(s.raw_text, s.action)})
+        msgs.append({"role": "user", "content": s.observation})
+    if style == "menu" and history.valid_actions:
+        msgs[-1]["content"] += "\n\n" + menu_text(history.valid_actions, menu_limit)
+        msgs[-1]["content"] += "\n" + MENU_ASK
+    return msgs
+
+
+def completion_prompt(
+    history: History, env: str, style: Style = "react", *, max_steps: int = 30, menu_limit: int = 60
+) -> str:
+    """A few-shot transcript for a base/completion model; it ends with ``Action:``."""
+    p, style = get_prompts(env), _effective(style, history)
+    parts = [_instruction(p, style), "", "Here is a solved example of a different task.", ""]
+    example = p.menu_example if style == "menu" and p.menu_example else p.example
+    parts += [example.strip(), "", "Now the real task.", "", f"Observation: {history.observation0}"]
+    skipped, steps = _window(history, max_steps)
+    if skipped:
+        parts.append(f"({skipped} earlier steps are not shown.)")
+    for s in steps:
+        parts += [f"Action: {s.action}", f"Observation: {s.observation}"]
+    if style == "menu" and history.valid_actions:
+        parts.append(menu_text(history.valid_actions, menu_limit))
+    parts.append("Action:")
+    return "\n".join(parts)

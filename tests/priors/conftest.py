@@ -1,0 +1,42 @@
+"""Shared fixtures: loopback OpenAI-compatible servers and the embedded llama.cpp server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from amc.priors.embedded import EmbeddedServer, llama_server_available
+from amc.priors.loopback import Faults, LoopbackServer
+
+
+@pytest.fixture(scope="session")
+def clean_server():
+    with LoopbackServer() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def faulty_server():
+    """10% faults: 4% 429 with Retry-After, 4% 500, 2% stalls past the client timeout."""
+    with LoopbackServer(faults=Faults(rate_429=0.04, rate_500=0.04, rate_stall=0.02,
+                                      stall_s=3.0, seed=7)) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def embedded_server():
+    if not llama_server_available():
+        pytest.skip("llama-cpp-python[server] is not installed (run scripts/setup.sh)")
+    # The assembled GGUF lives in the repo's .cache (reused across sessions and CI steps).
+    cache = Path(__file__).resolve().parents[2] / ".cache"
+    with EmbeddedServer("gemma-3-270m", n_ctx=4096, cache_dir=cache) as srv:
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    """Each test gets its own response cache (and never sees a real API key)."""
+    monkeypatch.setenv("AMC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

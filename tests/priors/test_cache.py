@@ -1,0 +1,32 @@
+from amc.priors.cache import ResponseCache
+from amc.types import Usage
+
+
+def test_key_covers_model_endpoint_request_and_seed(tmp_path):
+    req = {"model": "m", "prompt": "p", "temperature": 1.0, "seed": 3}
+    k = ResponseCache.key("m", "completions", req, 3)
+    assert k == ResponseCache.key("m", "completions", dict(reversed(req.items())), 3)
+    assert len({k, ResponseCache.key("m", "completions", req, 4),
+                ResponseCache.key("m", "chat", req, 3),
+                ResponseCache.key("m2", "completions", req, 3),
+                ResponseCache.key("m", "completions", {**req, "temperature": 0.5}, 3)}) == 5
+
+
+def test_roundtrip_persists_and_first_write_wins(tmp_path):
+    path = tmp_path / "c.sqlite"
+    c = ResponseCache(path)
+    u = Usage(prompt_tokens=10, completion_tokens=2, calls=1, cost_usd=0.5)
+    assert c.get("k") is None
+    c.put("k", "Action: a1", u)
+    c.put("k", "other", Usage())
+    c.close()
+    again = ResponseCache(path)
+    assert again.get("k") == ("Action: a1", u) and len(again) == 1
+    assert (again.hits, again.misses) == (1, 0)
+
+
+def test_an_unusable_cache_never_fails_a_call(tmp_path):
+    c = ResponseCache(tmp_path / "c.sqlite")
+    c._db.close()  # e.g. the file vanished or another process broke it
+    c.put("k", "x", Usage())
+    assert c.get("k") is None

@@ -1,0 +1,74 @@
+"""The embedded prior against a real llama.cpp server running the bundled Gemma-3-270M."""
+
+import os
+
+import httpx
+import numpy as np
+import pytest
+
+import amc.priors.embedded as embedded
+from amc.priors.embedded import EmbeddedOptions, EmbeddedPrior, EmbeddedServer, model_path
+from amc.registry import PRIORS
+from amc.types import INVALID_ACTION, History
+from tests.priors.toycraft import OBSERVATION0, ToyCraftEnv, run_particles
+
+pytestmark = pytest.mark.slow
+
+
+def attached(server: EmbeddedServer, **kw) -> EmbeddedPrior:
+    opts = EmbeddedOptions(base_url=server.url, cache=False, max_tokens=24, **kw)
+    return EmbeddedPrior(opts, env="textcraft")
+
+
+async def test_textcraft_like_episode_end_to_end_and_actions_parse(embedded_server):
+    p = attached(embedded_server)
+    hs = await run_particles(p, n=3, steps=4, seed=0)
+    sampled = [s.action for h in hs for s in h.steps]
+    parsed = sum(a != INVALID_ACTION for a in sampled)
+    assert len(sampled) >= 6 and parsed / len(sampled) >= 0.9, sampled
+    assert p.ledger.run.calls == len(sampled) and p.ledger.run.cost_usd == 0.0
+    assert p.ledger.run.prompt_tokens > 300 * len(sampled)  # the few-shot menu transcript
+    await p.aclose()
+
+
+async def test_the_request_seed_makes_llama_cpp_reproducible(embedded_server):
+    p = attached(embedded_server)
+    h = History("t", OBSERVATION0, valid_actions=tuple(ToyCraftEnv().valid_actions()))
+    a = await p.propose(h, np.random.default_rng(42))
+    b = await p.propose(h, np.random.default_rng(42))
+    assert a.raw_text == b.raw_text and a.error is None
+    await p.aclose()
+
+
+def test_the_gguf_is_assembled_once_into_the_cache(embedded_server):
+    path = model_path("gemma-3-270m", embedded_server.cache_dir)
+    assert path.stat().st_size == 253_113_024
+
+
+async def test_own_server_is_started_and_always_stopped(tmp_path):
+    if not embedded.llama_server_available():
+        pytest.skip("llama-cpp-python[server] is not installed")
+    p = PRIORS.build("embedded", {"cache": False}, env_name="textcraft")
+    p.server.cache_dir = embedded_server_cache()
+    async with p:
+        pid = p.server.proc.pid
+        assert httpx.get(f"{p.server.url}/models", timeout=5).status_code == 200
+    assert p.server.proc.returncode is not None
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)  # the whole process group is gone
+
+
+def embedded_server_cache():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[2] / ".cache"
+
+
+def test_missing_build_is_one_line_with_the_fix(monkeypatch):
+    monkeypatch.setattr(embedded, "llama_server_available", lambda: False)
+    with pytest.raises(ValueError, match=r"scripts/setup\.sh") as err:
+        PRIORS.build("embedded", {}, env_name="textcraft")
+    assert "\n" not in str(err.value)
+    # Attaching to a running server (amc serve-prior) needs no local build.
+    p = PRIORS.build("embedded", {"base_url": "http://127.0.0.1:9/v1"}, env_name="textcraft")
+    assert p.server is None
