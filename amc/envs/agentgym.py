@@ -11,6 +11,14 @@ Speaks three AgentGym protocols (``protocol`` option), see ``amc-method.md`` §6
 - ``webshop``: ``POST /create`` -> int; ``/reset {"env_idx", "session_id"}`` -> ``[obs, null]``;
   ``/step {"env_idx", "action"}`` -> ``{"state", "reward", "done"}``. The upstream WebShop
   server has no ``/close``; a 404 there is accepted (its environments cannot be released).
+  The action is sent bare and stripped (``click[Buy Now]``): the server applies WebShop's own
+  ``name[arg]`` pattern. ``/available_actions?env_idx=`` gives ``valid_actions()``.
+
+**Forced last action.** :meth:`AgentGymEnv.final_action` is what the driver steps after the
+agent's last step (the paper's WebShop buy, ``amc-method.md`` §2.4): with protocol ``webshop``
+it is ``"click[Buy Now]"`` while the episode runs (``forced_buy``); otherwise the client asks
+the server's ``GET /final_action?id=`` (``amc serve-env``: the served environment's own
+``final_action()``, e.g. in-process WebShop's buy), and a server without it means none.
 
 Requests retry on 503 and on connection failures (exponential backoff); a read timeout on
 ``/step`` is never retried, because the server may have executed the action. Every server env
@@ -44,6 +52,9 @@ from amc.types import EnvStep
 
 log = logging.getLogger(__name__)
 
+WEBSHOP_FORCED_BUY = "click[Buy Now]"
+"""The forced last action of the reference WebShop client (``smc.py``/``webshop.py``)."""
+
 
 class AgentGymError(RuntimeError):
     """The server refused or failed a request (after retries)."""
@@ -74,6 +85,8 @@ class AgentGymOptions(Frozen):
     """Split name -> file of task ids (one per line, or a JSON list), e.g. the paper's."""
     task_ids: dict[str, list[str]] = Field(default_factory=dict)
     """Split name -> explicit task ids (overrides split_files); else ask the server's /task_ids."""
+    forced_buy: bool = True
+    """Protocol webshop: one forced click[Buy Now] after the agent's steps (the paper's)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +111,8 @@ class AgentGymSuite:
         self.live: set[int] = set()
         self.server_fork: bool | None = {"server": True, "replay": False}.get(options.fork)
         self.has_valid_actions: bool | None = None  # None: not probed yet
+        self.has_final_action: bool | None = None  # /final_action offered (amc serve-env)?
+        self.has_available_actions: bool | None = None
         self._lock = threading.Lock()
 
     # ----- HTTP -----
@@ -233,6 +248,8 @@ class AgentGymEnv:
 
     def _step_server(self, action: str) -> EnvStep:
         s, p = self.suite, self.suite.options.protocol
+        if p == "webshop":  # the bare action: the server parses name[arg] itself
+            action = action.strip()
         data = s.call("POST", "/step", json_body={self._key: self.env_id, "action": action},
                       retry_read=False)
         if p == "webshop":
@@ -309,18 +326,55 @@ class AgentGymEnv:
         if self.env_id is None:
             return None
         s, p = self.suite, self.suite.options.protocol
-        if p == "webshop":
-            resp = s.request("GET", "/available_actions", params={"env_idx": self.env_id})
-            if resp.status_code != 200:
+        if p == "webshop":  # as the in-process env: a search template, then the clicks
+            data = self.available_actions()
+            if not data:
                 return None
-            data = resp.json()
-            return [f"click[{c}]" for c in data.get("clickables", [])] or None
+            acts = ["search[<keywords>]"] if data.get("has_search_bar") else []
+            acts += [f"click[{c}]" for c in data.get("clickables", []) if c != "search"]
+            return acts or None
         if s.has_valid_actions is False:
             return None
         resp = s.request("GET", "/valid_actions", params={"id": self.env_id})
         if resp.status_code in (404, 405):
             s.has_valid_actions = False  # an upstream server: don't ask again
         return resp.json() if resp.status_code == 200 else None
+
+    def available_actions(self) -> dict[str, Any] | None:
+        """WebShop's ``{"has_search_bar", "clickables"}``, or None if the server has none."""
+        s = self.suite
+        if self.env_id is None or s.has_available_actions is False:
+            return None
+        key = self._key
+        resp = s.request("GET", "/available_actions", params={key: self.env_id})
+        if resp.status_code in (404, 405):
+            s.has_available_actions = False
+        data = resp.json() if resp.status_code == 200 else None
+        return data if isinstance(data, dict) else None
+
+    @property
+    def done(self) -> bool:
+        """Whether the last step ended the episode."""
+        return bool(self.records) and self.records[-1].done
+
+    def final_action(self) -> str | None:
+        """The forced last action after the agent's steps, or None (see the module docstring)."""
+        s, p = self.suite, self.suite.options.protocol
+        if self.env_id is None or self.task_id is None or self.done:
+            return None
+        if p == "webshop":
+            return WEBSHOP_FORCED_BUY if s.options.forced_buy else None
+        if p != "textcraft" or s.has_final_action is False:
+            return None
+        resp = s.request("GET", "/final_action", params={"id": self.env_id})
+        if resp.status_code in (404, 405):
+            s.has_final_action = False  # an upstream server: no forced action, don't ask again
+            return None
+        if resp.status_code >= 400:
+            raise AgentGymError(f"GET /final_action: HTTP {resp.status_code}: {resp.text}")
+        s.has_final_action = True
+        data = resp.json()
+        return data if isinstance(data, str) and data else None
 
     def close(self) -> None:
         if self.env_id is None:

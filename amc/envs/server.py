@@ -16,6 +16,7 @@ endpoint                    request                   response
 ``POST /close``             ``{"id"}``                ``true``
 ``POST /fork`` (extension)  ``{"id"}``                a new independent env in the same state
 ``GET /valid_actions?id=``                            list of actions, or null (extension)
+``GET /final_action?id=``                             forced last action, or null (extension)
 ``GET /task_ids?split=``                              task ids of a split (extension)
 ``GET /list_envs``                                    live env ids
 ==========================  ========================  ==============================================
@@ -25,6 +26,8 @@ from ``/step`` is the per-step increment. Every request is validated: an unknown
 stepping before ``/reset`` a 409, a bad task id a 400, a malformed body a 422, and more than
 ``max_envs`` live environments a 429 -- each with a one-line ``detail`` message, after which
 the server keeps serving. Bind 127.0.0.1 (the CLI's default): there is no authentication.
+``GET /available_actions?id=`` (extension) returns the env's ``available_actions()`` (WebShop's
+``{"has_search_bar", "clickables"}``) or null.
 """
 
 from __future__ import annotations
@@ -159,6 +162,13 @@ class EnvServer:
             return sorted(self._slots)
 
 
+def _optional(s: _Slot, method: str) -> Any:
+    """The env's optional ``method()`` (None if it has none or is not reset yet)."""
+    fn = getattr(s.env, method, None)
+    with s.lock:
+        return None if s.task_id is None or fn is None else fn()
+
+
 def _msg(err: BaseException) -> str:
     return str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
 
@@ -231,6 +241,14 @@ def create_app(
         s = server.slot(id)
         with s.lock:
             return None if s.task_id is None else s.env.valid_actions()
+
+    @app.get("/final_action")
+    def final_action(id: int) -> str | None:  # e.g. WebShop's forced buy after the last step
+        return _optional(server.slot(id), "final_action")
+
+    @app.get("/available_actions")
+    def available_actions(id: int) -> dict[str, Any] | None:
+        return _optional(server.slot(id), "available_actions")
 
     @app.get("/task_ids")
     def task_ids(split: str = "test") -> list[str]:

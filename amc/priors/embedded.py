@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
+import numpy as np
 from pydantic import Field
 
 from amc.priors.cache import default_cache_dir
@@ -47,6 +48,7 @@ from amc.priors.loopback import free_port
 from amc.priors.openai import OpenAIOptions, OpenAIPrior
 from amc.priors.prompts import Style
 from amc.registry import PRIORS
+from amc.types import AgentTurn, History
 
 INSTALL_HINT = (
     "the embedded prior needs llama-cpp-python's server, built portably: run scripts/setup.sh "
@@ -235,7 +237,7 @@ class EmbeddedPrior(OpenAIPrior):
             self._starting = asyncio.ensure_future(asyncio.to_thread(self.server.start))
         await asyncio.shield(self._starting)
 
-    async def propose(self, history: Any, rng: Any) -> Any:
+    async def propose(self, history: History, rng: np.random.Generator) -> AgentTurn:
         await self.ensure_started()
         return await super().propose(history, rng)
 
