@@ -56,29 +56,34 @@ def _save(fig: Any, path: Path) -> None:
 
 
 def success_vs_n(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
-    """Success (± s.e.) vs N per method role; returns the DVC plot rows."""
+    """Success and oracle reward (± s.e.) vs N per method role; returns the DVC plot rows."""
     plt = _figure()
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     grid = sorted(ev["n_grid"])
-    rows = [{"n": n} for n in grid]
-    for role in ROLES:
-        pts = sorted((m["n"], m["success"], m["success_se"]) for m in ev["methods"].values()
-                     if m["role"] == role)
-        if not pts:
-            continue
-        if role == "react":  # N=1 agent: a reference line across the grid
-            ax.axhline(pts[0][1], ls="--", color="grey", label=LABELS[role])
-            for r in rows:
-                r[role] = pts[0][1]
-            continue
-        ns, ys, es = zip(*pts, strict=True)
-        ax.errorbar(ns, ys, yerr=es, marker="o", capsize=3, label=LABELS[role])
-        for r in rows:
-            r[role] = dict(zip(ns, ys, strict=True)).get(r["n"])
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(grid, [str(n) for n in grid])
-    ax.set(xlabel="particles N", ylabel="success rate", title=f"{ev['env']}: success vs N")
-    ax.legend(fontsize=8)
+    rows: list[dict[str, Any]] = [{"n": n} for n in grid]
+    for ax, metric, label in ((axes[0], "success", "success rate"),
+                              (axes[1], "oracle_best", "best reward in the pool (oracle)")):
+        for role in ROLES:
+            pts = sorted((m["n"], m[metric], m[metric + "_se"]) for m in ev["methods"].values()
+                         if m["role"] == role)
+            if not pts:
+                continue
+            if role == "react":  # N=1 agent: a reference line across the grid
+                ax.axhline(pts[0][1], ls="--", color="grey", label=LABELS[role])
+                if metric == "success":
+                    for r in rows:
+                        r[role] = pts[0][1]
+                continue
+            ns, ys, es = zip(*pts, strict=True)
+            ax.errorbar(ns, ys, yerr=es, marker="o", capsize=3, label=LABELS[role])
+            if metric == "success":
+                for r in rows:
+                    r[role] = dict(zip(ns, ys, strict=True)).get(r["n"])
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(grid, [str(n) for n in grid])
+        ax.set(xlabel="particles N", ylabel=label)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{ev['env']}: quality vs N (mean ± s.e. over tasks x seeds)")
     _save(fig, out / "success_vs_n.png")
     write_json_atomic(out / "success_vs_n.json", rows)
     return rows
