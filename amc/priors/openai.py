@@ -164,6 +164,11 @@ class OpenAIPrior:
         self._fatal: str | None = None
         self.retries = 0
 
+    @property
+    def wants_valid_actions(self) -> bool:
+        """The menu prompt lists the environment's valid actions: ask the driver for them."""
+        return self.options.prompt == "menu"
+
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIPrior(model={self.options.model!r}, base_url={self.base_url!r})"
 
