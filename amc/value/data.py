@@ -241,7 +241,8 @@ def card_markdown(card: dict[str, Any]) -> str:
     for split, s in card["splits"].items():
         sr = "-" if s["success_rate"] is None else f"{s['success_rate']:.3f}"
         mt = "-" if s["target_mean"] is None else f"{s['target_mean']:.3f}"
-        lines.append(f"| {split} | {s['tasks']} | {s['trajectories']} | {s['rows']} | {sr} | {mt} |")
+        lines.append(f"| {split} | {s['tasks']} | {s['trajectories']} | {s['rows']} | {sr} "
+                     f"| {mt} |")
     edges = card["splits"]["train"]["target_histogram"]["edges"]
     lines += ["", "Target histogram (all splits):", "", "| bin | " + " | ".join(SPLITS) + " |",
               "|---|---|---|---|"]

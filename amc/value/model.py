@@ -194,7 +194,8 @@ class ValueModel(nn.Module):
         full = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
         return {FULL_WEIGHTS: full}
 
-    def save(self, out_dir: str | Path, tokenizer: Any, extra: dict[str, Any] | None = None) -> Path:
+    def save(self, out_dir: str | Path, tokenizer: Any,
+             extra: dict[str, Any] | None = None) -> Path:
         """Write weights (safetensors), config and tokenizer into ``out_dir``."""
         from safetensors.torch import save_file
 
@@ -216,11 +217,13 @@ def build_model(config: ModelConfig, generator: torch.Generator | None = None,
 
     path = resolve_backbone(config.backbone)
     hf_config = AutoConfig.from_pretrained(path)
-    backbone = AutoModel.from_pretrained(path, dtype=dtype) if dtype else AutoModel.from_pretrained(path)
+    kwargs = {"dtype": dtype} if dtype else {}
+    backbone = AutoModel.from_pretrained(path, **kwargs)
     return ValueModel(config, backbone, hf_config, generator)
 
 
-def _check_keys(where: str, expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor]) -> None:
+def _check_keys(where: str, expected: dict[str, torch.Tensor],
+                got: dict[str, torch.Tensor]) -> None:
     missing = sorted(set(expected) - set(got))
     unexpected = sorted(set(got) - set(expected))
     shapes = sorted(k for k in set(expected) & set(got) if expected[k].shape != got[k].shape)
@@ -232,7 +235,8 @@ def _check_keys(where: str, expected: dict[str, torch.Tensor], got: dict[str, to
         raise CheckpointMismatchError(f"checkpoint {where} does not match the model ({detail})")
 
 
-def load_model(model_dir: str | Path, device: str | torch.device = "cpu") -> tuple[ValueModel, Any, dict[str, Any]]:
+def load_model(model_dir: str | Path,
+               device: str | torch.device = "cpu") -> tuple[ValueModel, Any, dict[str, Any]]:
     """(model in eval mode, tokenizer, saved meta) from a directory written by :meth:`save`."""
     from safetensors.torch import load_file
     from transformers import AutoConfig, AutoModel

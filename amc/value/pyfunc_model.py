@@ -22,7 +22,7 @@ class ValuePyfunc(PythonModel):
         self.model, self.tokenizer, self.meta = load_model(context.artifacts["value_model"])
         self.model_dir = context.artifacts["value_model"]
 
-    def predict(self, context, model_input, params=None):  # noqa: ANN001,ANN201 (MLflow reads type hints)
+    def predict(self, context, model_input, params=None):
         import numpy as np
 
         from amc.value.model import predict_texts

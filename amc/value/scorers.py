@@ -190,7 +190,8 @@ class _LLMValue:
         if self.hi <= self.lo:
             raise ValueError(f"reward_range must be (low, high) with low < high, got "
                              f"{(self.lo, self.hi)}")
-        self.fallback = options.fallback if options.fallback is not None else (self.lo + self.hi) / 2
+        mid = (self.lo + self.hi) / 2
+        self.fallback = options.fallback if options.fallback is not None else mid
         self.render_options = RenderOptions(env=render_env_for(env_name),
                                             history_k=options.history_k,
                                             preamble=ZERO_SHOT_PREAMBLE)
@@ -248,11 +249,13 @@ class FoAHeuristicValue(_LLMValue):
         env = self.render_options.env
         goal = extract_instruction(history.observation0, env)
         lines = [f"Observation: {clean_state(history.observation0, goal, env)}"]
-        steps = history.steps[-self.render_options.history_k:] if self.render_options.history_k else ()
+        k = self.render_options.history_k
+        steps = history.steps[-k:] if k else ()
         if len(steps) < len(history.steps):
             lines.append(f"({len(history.steps) - len(steps)} earlier steps omitted)")
         for s in steps:
-            lines += [f"Action: {s.action}", f"Observation: {clean_state(s.observation, goal, env)}"]
+            lines += [f"Action: {s.action}",
+                      f"Observation: {clean_state(s.observation, goal, env)}"]
         return FOA_PROMPT.format(goal=goal, trajectory="\n".join(lines))
 
     def parse(self, text: str) -> float | None:

@@ -106,7 +106,8 @@ def _columns(ds: Any, limit: int | None = None) -> dict[str, Any]:
 
 
 def _evaluate(model: Any, ids: list[list[int]], cols: dict[str, Any], pad_id: int,
-              cfg: TrainConfig, device: torch.device, autocast: bool) -> tuple[dict[str, float], list[float]]:
+              cfg: TrainConfig, device: torch.device,
+              autocast: bool) -> tuple[dict[str, float], list[float]]:
     if not ids:
         return {}, []
     pred = predict_ids(model, ids, pad_id, cfg.eval_batch_size, device, autocast)
@@ -243,7 +244,8 @@ def _start_run(cfg: TrainConfig, card: dict[str, Any], render: Any) -> Any:
 
 def _finish(model: Any, tok: Any, cfg: TrainConfig, out: Path, render: Any, card: dict[str, Any],
             history: list[dict[str, float]], best_epoch: int, run: Any,
-            val: tuple[list[list[int]], dict[str, Any]], test: tuple[list[list[int]], dict[str, Any]],
+            val: tuple[list[list[int]], dict[str, Any]],
+            test: tuple[list[list[int]], dict[str, Any]],
             device: torch.device, autocast: bool, samples_per_s: float) -> TrainResult:
     """Final evaluation, calibration plot, save, MLflow logging and registration."""
     best, pred = _evaluate(model, val[0], val[1], tok.pad_token_id, cfg, device, autocast)

@@ -68,7 +68,7 @@ def test_mismatched_head_fails_loudly(trained, tmp_path: Path) -> None:
     meta = json.loads((bad / CONFIG_FILE).read_text())
     meta["model"]["head_hidden"] = 8  # config says a 2-layer head; the weights hold a linear one
     (bad / CONFIG_FILE).write_text(json.dumps(meta))
-    with pytest.raises(CheckpointMismatchError, match="missing: head.2.bias"):
+    with pytest.raises(CheckpointMismatchError, match=r"missing: head\.2\.bias"):
         load_model(bad)
     with pytest.raises(FileNotFoundError, match="not a value model"):
         load_model(tmp_path)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import MIN_VAL_PEARSON, TRAIN_CFG
 
 from amc.value.model import (
     ADAPTER_WEIGHTS,
@@ -19,8 +20,6 @@ from amc.value.model import (
     predict_texts,
 )
 from amc.value.train import train
-
-from conftest import MIN_VAL_PEARSON, TRAIN_CFG  # noqa: I001  (pytest puts tests/value on sys.path)
 
 pytestmark = pytest.mark.slow
 
