@@ -109,9 +109,13 @@ class LearnedValue:
     def clear_cache(self) -> None:
         self._cache.clear()
 
+    def score_histories(self, histories: Sequence[History]) -> list[float]:
+        """Synchronous :meth:`score` (render + batched forward)."""
+        return self.score_texts([self.render(h) for h in histories])
+
     async def score(self, histories: Sequence[History]) -> list[float]:
-        texts = [self.render(h) for h in histories]
-        return await asyncio.to_thread(self.score_texts, texts)
+        # Rendering (token counting) and the forward pass run in a worker thread.
+        return await asyncio.to_thread(self.score_histories, list(histories))
 
     async def aclose(self) -> None:
         self._cache.clear()
