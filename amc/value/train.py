@@ -171,12 +171,15 @@ def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
         n_seen, t_train = 0, 0.0
         for epoch in range(1, cfg.epochs + 1):
             model.train()
-            preds, targets = np.zeros(len(ids_train)), np.zeros(len(ids_train))
+            preds = np.full(len(ids_train), np.nan)  # this process's training predictions
             losses = []
             t0 = time.perf_counter()
             bar = tqdm(order_loader, desc=f"epoch {epoch}/{cfg.epochs}", leave=False,
                        disable=None if acc.is_main_process else True)
             for i, idx in enumerate(bar):
+                # Several processes (accelerate launch): each takes its share of the batch and
+                # DDP averages the gradients, so the step equals one full-batch step.
+                idx = idx[acc.process_index::acc.num_processes]
                 idx_list = idx.tolist()
                 x, m = pad_batch([ids_train[j] for j in idx_list], tok.pad_token_id)
                 y = y_train[idx].to(device)
@@ -190,13 +193,14 @@ def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
                     sched.step()
                     opt.zero_grad(set_to_none=True)
                 preds[idx_list] = raw_model.to_value(raw.detach()).float().cpu().numpy()
-                targets[idx_list] = y.cpu().numpy()
                 losses.append(float(loss.detach()))
                 bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
             t_train += time.perf_counter() - t0
             n_seen += len(ids_train)
-            tr = value_metrics(preds, targets, np.array(train_cols["reward_so_far"]),
-                               np.array(train_cols["success"]))
+            seen = ~np.isnan(preds)
+            tr = value_metrics(preds[seen], y_train.numpy()[seen],
+                               np.array(train_cols["reward_so_far"])[seen],
+                               np.array(train_cols["success"])[seen])
             tr["loss"] = float(np.mean(losses))
             va, _ = _evaluate(raw_model, ids_val, val_cols, tok.pad_token_id, cfg, device, autocast)
             row = {"epoch": epoch, **finite(tr, "train_"), **finite(va, "val_")}
@@ -220,6 +224,9 @@ def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
                 for n, p in raw_model.named_parameters():
                     if n in best_state:
                         p.copy_(best_state[n])
+    acc.wait_for_everyone()
+    if not acc.is_main_process:  # only the main process saves, logs and registers
+        return TrainResult(out / "model", history, best_epoch, {})
     return _finish(raw_model, tok, cfg, out, render, card, history, best_epoch, run,
                    (ids_val, val_cols), (ids_test, test_cols), device, autocast,
                    n_seen / t_train if t_train else 0.0)
