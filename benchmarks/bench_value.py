@@ -115,7 +115,12 @@ def main() -> None:
         f"{torch.get_num_threads()}):\n\n"
         + md_table(["N", "per-particle states/s", "batched states/s", "speed-up"], score)
         + f"\n\nTraining (full fine-tuning, batch 16, {args.max_tokens + 8} tokens max, "
-        f"{args.train_rows} rows, 1 epoch): **{sps:.1f} samples/s**.\n"
+        f"{args.train_rows} rows, 1 epoch): **{sps:.1f} samples/s**.\n\n"
+        "On a CPU a forward pass of this encoder costs FLOPs in proportion to tokens, so one\n"
+        "batched pass is not much cheaper than N single ones: batching only removes per-call\n"
+        "overhead, which is small next to ~250-token encoder passes. The speed-ups that matter\n"
+        "on CPU come from the LRU cache (resampled duplicates are not re-scored) and from\n"
+        "scoring only at resampling steps; batching pays on a GPU (`bench_value_gpu.py`).\n"
     )
     print(body)
     if not args.no_write:

@@ -62,7 +62,7 @@ def decoder_model(path: str | None, shape: str, seed: int) -> tuple[ValueModel, 
 
 def measure(model: ValueModel, vocab: int, batch: int, seq_len: int, steps: int,
             device: torch.device) -> dict[str, float]:
-    """Training samples/s, scoring states/s (N = 64) and peak memory."""
+    """Training samples/s, scoring states/s (per particle and batched, N = 64), peak memory."""
     g = torch.Generator().manual_seed(0)
     model.to(device).train()
     params = [p for p in model.parameters() if p.requires_grad]
@@ -98,11 +98,16 @@ def measure(model: ValueModel, vocab: int, batch: int, seq_len: int, steps: int,
         for _ in range(5):
             model(xs, torch.ones_like(xs))
         torch.cuda.synchronize(device)
-    score_sps = 64 * 5 / (time.perf_counter() - t0)
+        score_sps = 64 * 5 / (time.perf_counter() - t0)
+        t0 = time.perf_counter()  # per-particle: 64 forwards of one state each
+        for i in range(64):
+            model(xs[i:i + 1], torch.ones_like(xs[i:i + 1]))
+        torch.cuda.synchronize(device)
+        single_sps = 64 / (time.perf_counter() - t0)
     peak = torch.cuda.max_memory_allocated(device) / 2**30
     model.to("cpu")
     torch.cuda.empty_cache()
-    return {"train": train_sps, "score": score_sps, "peak_gib": peak}
+    return {"train": train_sps, "score": score_sps, "single": single_sps, "peak_gib": peak}
 
 
 def main() -> None:
@@ -125,12 +130,14 @@ def main() -> None:
     for build in builders:
         model, vocab, label = build()
         r = measure(model, vocab, args.batch, args.seq_len, args.steps, dev)
-        rows.append(f"| {label} | {r['train']:.1f} | {r['score']:.1f} | {r['peak_gib']:.1f} |")
+        rows.append(f"| {label} | {r['train']:.1f} | {r['single']:.1f} | {r['score']:.1f} | "
+                    f"{r['score'] / r['single']:.1f}x | {r['peak_gib']:.1f} |")
         print(rows[-1], flush=True)
         del model
     body = (f"GPU: {torch.cuda.get_device_name(dev)}; batch {args.batch} x {args.seq_len} tokens, "
             f"bf16 autocast, AdamW, {args.steps} timed steps after 3 warm-up; scoring N = 64.\n\n"
-            "| backbone | train samples/s | scoring states/s | peak GiB |\n|---|---|---|---|\n"
+            "| backbone | train samples/s | per-particle states/s | batched states/s (N = 64) "
+            "| speed-up | peak GiB |\n|---|---|---|---|---|---|\n"
             + "\n".join(rows) + "\n")
     print(body)
     if args.write:
