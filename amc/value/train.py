@@ -117,7 +117,22 @@ def _evaluate(model: Any, ids: list[list[int]], cols: dict[str, Any], pad_id: in
 
 def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
           out_dir: str | Path | None = None) -> TrainResult:
-    """Train on a dataset directory (:func:`amc.value.data.build_dataset`), save, log, register."""
+    """Train on a dataset directory (:func:`amc.value.data.build_dataset`), save, log, register.
+
+    An exception marks the MLflow run FAILED (instead of leaving it running) and propagates.
+    """
+    try:
+        return _train(dataset_dir, cfg, out_dir)
+    except BaseException:
+        if cfg.track:
+            import mlflow
+
+            if mlflow.active_run() is not None:
+                mlflow.end_run("FAILED")
+        raise
+
+
+def _train(dataset_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None) -> TrainResult:
     from accelerate import Accelerator
     from tqdm.auto import tqdm
     from transformers import get_cosine_schedule_with_warmup
@@ -211,7 +226,8 @@ def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
                 mlflow.log_metrics({k: v for k, v in row.items() if k != "epoch"}, step=epoch)
             score = va.get("pearson", float("nan")) if va else float("nan")
             score = -math.inf if not math.isfinite(score) else score
-            if best_state is None or score > best_score + cfg.min_delta:
+            # Without a validation split the last epoch is kept.
+            if best_state is None or not ids_val or score > best_score + cfg.min_delta:
                 best_score, best_epoch, bad = score, epoch, 0
                 best_state = {n: p.detach().clone() for n, p in raw_model.named_parameters()
                               if p.requires_grad}
