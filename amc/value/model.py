@@ -210,6 +210,15 @@ class ValueModel(nn.Module):
         return out
 
 
+def uses_lora(config: ModelConfig) -> bool:
+    """Whether ``config`` fine-tunes with LoRA (explicitly, or because it is a decoder LM)."""
+    from transformers import AutoConfig
+
+    if config.lora is not None:
+        return config.lora
+    return is_decoder(AutoConfig.from_pretrained(resolve_backbone(config.backbone)))
+
+
 def build_model(config: ModelConfig, generator: torch.Generator | None = None,
                 dtype: torch.dtype | None = None) -> ValueModel:
     """A fresh value model (pretrained backbone weights, new head)."""
@@ -249,7 +258,9 @@ def load_model(model_dir: str | Path,
     if meta["use_lora"]:
         path = resolve_backbone(config.backbone)
         hf_config = AutoConfig.from_pretrained(path)
-        model = ValueModel(config, AutoModel.from_pretrained(path), hf_config)
+        # The frozen base of a LoRA model runs in bf16 on a GPU (an 8B base is 16 GB, not 32).
+        kwargs = {"dtype": torch.bfloat16} if torch.device(device).type == "cuda" else {}
+        model = ValueModel(config, AutoModel.from_pretrained(path, **kwargs), hf_config)
         from peft import get_peft_model_state_dict, set_peft_model_state_dict
 
         adapter = load_file(str(d / ADAPTER_WEIGHTS))
@@ -310,8 +321,12 @@ def predict_ids(model: ValueModel, ids: list[list[int]], pad_id: int, batch_size
 
 def predict_texts(model: ValueModel, tokenizer: Any, texts: list[str], batch_size: int = 64,
                   device: str | torch.device = "cpu") -> list[float]:
-    """Values for rendered texts (tokenise, length-sort, dynamic padding, batched forward)."""
+    """Values for rendered texts (tokenise, length-sort, dynamic padding, batched forward).
+
+    bf16 autocast on a GPU, fp32 on a CPU.
+    """
     if not texts:
         return []
     ids = encode(tokenizer, texts, model.config.max_length)
-    return predict_ids(model, ids, tokenizer.pad_token_id, batch_size, device)
+    on_gpu = torch.device(device).type == "cuda"
+    return predict_ids(model, ids, tokenizer.pad_token_id, batch_size, device, autocast=on_gpu)

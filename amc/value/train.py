@@ -36,6 +36,7 @@ from amc.value.model import (
     load_tokenizer_for,
     pad_batch,
     predict_ids,
+    uses_lora,
 )
 
 
@@ -162,7 +163,9 @@ def _train(dataset_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None
     with torch.random.fork_rng(devices=cuda_devs):
         torch.manual_seed(cfg.seed)  # dropout and LoRA init; restored on exit
         g_init = torch.Generator().manual_seed(cfg.seed)
-        model = build_model(cfg.model, g_init)
+        # A LoRA model's frozen base is loaded in bf16 on a GPU; full fine-tuning stays fp32.
+        base_dtype = torch.bfloat16 if use_cuda and cfg.bf16 and uses_lora(cfg.model) else None
+        model = build_model(cfg.model, g_init, base_dtype)
         g_shuffle = torch.Generator().manual_seed(cfg.seed + 1)
         order_loader = torch.utils.data.DataLoader(
             range(len(ids_train)), batch_size=cfg.batch_size, shuffle=True, generator=g_shuffle)
