@@ -26,7 +26,14 @@ SHAPES = {  # Qwen2.5 architectures (config.json of the public checkpoints)
                  num_attention_heads=14, num_key_value_heads=2),
     "1.5b": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
                  num_attention_heads=12, num_key_value_heads=2),
+    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,  # smoke test only
+                 num_attention_heads=4, num_key_value_heads=2),
 }
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def encoder_model(seed: int) -> tuple[ValueModel, int, str]:
@@ -70,10 +77,11 @@ def measure(model: ValueModel, vocab: int, batch: int, seq_len: int, steps: int,
     x = torch.randint(0, min(vocab, 30000), (batch, seq_len), generator=g).to(device)
     m = torch.ones_like(x)
     y = torch.rand(batch, generator=g).to(device)
-    torch.cuda.reset_peak_memory_stats(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
 
     def step() -> None:
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with torch.autocast(device.type, dtype=torch.bfloat16):
             raw = model(x, m)
         loss = model.loss(raw, y)
         loss.backward()
@@ -83,30 +91,31 @@ def measure(model: ValueModel, vocab: int, batch: int, seq_len: int, steps: int,
 
     for _ in range(3):
         step()
-    torch.cuda.synchronize(device)
+    _sync(device)
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
-    torch.cuda.synchronize(device)
+    _sync(device)
     train_sps = batch * steps / (time.perf_counter() - t0)
     model.eval()
     xs = torch.randint(0, min(vocab, 30000), (64, seq_len), generator=g).to(device)
-    with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16):
+    with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16):
         model(xs, torch.ones_like(xs))
-        torch.cuda.synchronize(device)
+        _sync(device)
         t0 = time.perf_counter()
         for _ in range(5):
             model(xs, torch.ones_like(xs))
-        torch.cuda.synchronize(device)
+        _sync(device)
         score_sps = 64 * 5 / (time.perf_counter() - t0)
         t0 = time.perf_counter()  # per-particle: 64 forwards of one state each
         for i in range(64):
             model(xs[i:i + 1], torch.ones_like(xs[i:i + 1]))
-        torch.cuda.synchronize(device)
+        _sync(device)
         single_sps = 64 / (time.perf_counter() - t0)
-    peak = torch.cuda.max_memory_allocated(device) / 2**30
+    peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else 0.0
     model.to("cpu")
-    torch.cuda.empty_cache()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
     return {"train": train_sps, "score": score_sps, "single": single_sps, "peak_gib": peak}
 
 
@@ -119,10 +128,11 @@ def main() -> None:
     ap.add_argument("--decoder-shape", choices=sorted(SHAPES), default="0.5b")
     ap.add_argument("--skip-decoder", action="store_true")
     ap.add_argument("--write", action="store_true", help="record in docs/benchmarks.md")
+    ap.add_argument("--device", default="cuda", help="cuda (the point); cpu for a smoke test")
     args = ap.parse_args()
-    if not torch.cuda.is_available():
-        raise SystemExit("no CUDA device: this benchmark needs a GPU")
-    dev = torch.device("cuda")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("no CUDA device: this benchmark needs a GPU (--device cpu to smoke-test)")
+    dev = torch.device(args.device)
     builders = [lambda: encoder_model(0)]
     if not args.skip_decoder:
         builders.append(lambda: decoder_model(args.decoder, args.decoder_shape, 0))
@@ -134,7 +144,8 @@ def main() -> None:
                     f"{r['score'] / r['single']:.1f}x | {r['peak_gib']:.1f} |")
         print(rows[-1], flush=True)
         del model
-    body = (f"GPU: {torch.cuda.get_device_name(dev)}; batch {args.batch} x {args.seq_len} tokens, "
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU"
+    body = (f"Device: {name}; batch {args.batch} x {args.seq_len} tokens, "
             f"bf16 autocast, AdamW, {args.steps} timed steps after 3 warm-up; scoring N = 64.\n\n"
             "| backbone | train samples/s | per-particle states/s | batched states/s (N = 64) "
             "| speed-up | peak GiB |\n|---|---|---|---|---|---|\n"
