@@ -19,6 +19,7 @@ in :mod:`amc.value.parse`.
 from __future__ import annotations
 
 import asyncio
+import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -63,6 +64,9 @@ class LearnedValue:
         self.renderer = Renderer(render_options, tokenizer)
         self.batch_size, self.device, self.cache_size = batch_size, torch.device(device), cache_size
         self._cache: OrderedDict[str, float] = OrderedDict()
+        self._lock = threading.Lock()  # one forward pass at a time; guards the cache
+        self._pending: list[tuple[list[History], asyncio.Future[list[float]]]] = []
+        self._worker: asyncio.Task[None] | None = None
         self.stats = {"states": 0, "cache_hits": 0, "forward_states": 0, "calls": 0}
         self.meta: dict[str, Any] = {}
 
@@ -88,6 +92,10 @@ class LearnedValue:
 
     def score_texts(self, texts: Sequence[str]) -> list[float]:
         """Values of rendered states: cache, de-duplicate, one batched pass for the rest."""
+        with self._lock:
+            return self._score_texts(texts)
+
+    def _score_texts(self, texts: Sequence[str]) -> list[float]:
         from amc.value.model import predict_texts
 
         self.stats["calls"] += 1
@@ -114,8 +122,33 @@ class LearnedValue:
         return self.score_texts([self.render(h) for h in histories])
 
     async def score(self, histories: Sequence[History]) -> list[float]:
-        # Rendering (token counting) and the forward pass run in a worker thread.
-        return await asyncio.to_thread(self.score_histories, list(histories))
+        """Values of ``histories``; calls that arrive while a pass runs share the next pass.
+
+        Concurrent tasks' requests are coalesced: one drain task takes everything queued, renders
+        and scores it in a worker thread (one batched forward), and hands each caller its slice.
+        """
+        fut: asyncio.Future[list[float]] = asyncio.get_running_loop().create_future()
+        self._pending.append((list(histories), fut))
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._drain())
+        return await fut
+
+    async def _drain(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            flat = [h for hs, _ in batch for h in hs]
+            try:
+                values = await asyncio.to_thread(self.score_histories, flat)
+            except Exception as err:  # every waiting caller sees the failure
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(err)
+                continue
+            i = 0
+            for hs, fut in batch:
+                if not fut.done():
+                    fut.set_result(values[i:i + len(hs)])
+                i += len(hs)
 
     async def aclose(self) -> None:
         self._cache.clear()

@@ -147,3 +147,17 @@ def test_llm_values_need_a_prior_with_complete() -> None:
             VALUES.build(name, {}, env_name="synthetic", prior=prior)
     with pytest.raises(ValueError, match="low < high"):
         VALUES.build("zero-shot", {"reward_range": [1, 0]}, prior=ScriptedLLM([]))
+
+
+@pytest.mark.slow
+async def test_concurrent_calls_share_one_forward_pass(trained) -> None:
+    import asyncio
+
+    v = LearnedValue.load(str(trained.model_dir), device="cpu", cache_size=0)
+    hs = histories()
+    alone = [await v.score(hs[:2]), await v.score(hs[2:3]), await v.score(hs[3:])]
+    calls = v.stats["calls"]
+    together = await asyncio.gather(v.score(hs[:2]), v.score(hs[2:3]), v.score(hs[3:]))
+    assert v.stats["calls"] == calls + 1  # three tasks' requests, one batched pass
+    for a, b in zip(alone, together, strict=True):
+        assert b == pytest.approx(a, abs=1e-5)
