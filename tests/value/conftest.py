@@ -120,3 +120,15 @@ def make_histories():
 def records_writer():
     """The :func:`write_records` helper."""
     return write_records
+
+
+@pytest.fixture(scope="session")
+def train_cfg() -> TrainConfig:
+    """The small CPU training configuration the tests share."""
+    return TRAIN_CFG
+
+
+@pytest.fixture(scope="session")
+def min_val_pearson() -> float:
+    """The validation Pearson the learnable synthetic set must reach."""
+    return MIN_VAL_PEARSON

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import MIN_VAL_PEARSON, TRAIN_CFG
 
 from amc.value.model import (
     ADAPTER_WEIGHTS,
@@ -24,20 +23,21 @@ from amc.value.train import train
 pytestmark = pytest.mark.slow
 
 
-def test_learns_the_synthetic_target(trained) -> None:
-    assert trained.best["best_val_pearson"] >= MIN_VAL_PEARSON
+def test_learns_the_synthetic_target(trained, min_val_pearson: float) -> None:
+    assert trained.best["best_val_pearson"] >= min_val_pearson
     assert trained.best["best_val_auc"] >= 0.8
     assert len(trained.history) >= 2 and trained.history[0]["epoch"] == 1
     assert (trained.model_dir / FULL_WEIGHTS).is_file()
     assert trained.samples_per_s > 0
 
 
-def test_mlflow_run_has_config_metrics_plot_tags_and_alias(trained, mlflow_uri: str) -> None:
+def test_mlflow_run_has_config_metrics_plot_tags_and_alias(trained, mlflow_uri: str,
+                                                           train_cfg) -> None:
     import mlflow
 
     client = mlflow.MlflowClient(mlflow_uri)
     run = client.get_run(trained.run_id)
-    assert run.data.params["train.lr"] == str(TRAIN_CFG.lr)
+    assert run.data.params["train.lr"] == str(train_cfg.lr)
     assert run.data.params["render.history_k"] == "2"
     assert run.data.tags["dataset_hash"] and run.data.tags.get("git_commit")
     steps = client.get_metric_history(trained.run_id, "val_pearson")
@@ -50,8 +50,8 @@ def test_mlflow_run_has_config_metrics_plot_tags_and_alias(trained, mlflow_uri: 
     assert trained.registered == ("amc-value-textcraft", str(mv.version))
 
 
-def test_same_seed_same_metrics(dataset_dir: Path, tmp_path: Path) -> None:
-    cfg = TRAIN_CFG.model_copy(update={"track": False, "epochs": 1, "max_train_rows": 32})
+def test_same_seed_same_metrics(dataset_dir: Path, tmp_path: Path, train_cfg) -> None:
+    cfg = train_cfg.model_copy(update={"track": False, "epochs": 1, "max_train_rows": 32})
     a = train(dataset_dir, cfg, tmp_path / "a")
     b = train(dataset_dir, cfg, tmp_path / "b")
     assert a.history == b.history
@@ -60,9 +60,9 @@ def test_same_seed_same_metrics(dataset_dir: Path, tmp_path: Path) -> None:
 
 
 def test_lora_decoder_saves_adapter_and_head_only(dataset_dir: Path, tiny_decoder: Path,
-                                                  tmp_path: Path) -> None:
+                                                  tmp_path: Path, train_cfg) -> None:
     model_cfg = ModelConfig(backbone=str(tiny_decoder), pooling="last", max_length=64)
-    cfg = TRAIN_CFG.model_copy(update={"model": model_cfg, "track": False, "epochs": 1,
+    cfg = train_cfg.model_copy(update={"model": model_cfg, "track": False, "epochs": 1,
                                        "max_train_rows": 32, "lr": 1e-3})
     res = train(dataset_dir, cfg, tmp_path)
     files = {p.name for p in res.model_dir.iterdir()}
