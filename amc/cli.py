@@ -57,6 +57,7 @@ from amc import (  # noqa: E402,F401
     cli_envs,
     cli_priors,
     cli_run,
+    cli_value,
     cli_webshop,
 )
 

@@ -57,7 +57,7 @@ def run_cmd(
     flags += [f"{k}={v}" for k, v in simple.items() if v is not None]
     if value is not None:
         if value.startswith("models:/") or Path(value).exists():
-            flags += ["value.name=learned", f"value.options.model_uri={value}"]
+            flags += ["value.name=learned", f"value.options.model={value}"]
         else:
             flags.append(f"value.name={value}")
     for key, lst in (("methods", _csv(methods)), ("smc.resample_steps", _csv(resample_steps)),

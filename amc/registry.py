@@ -123,6 +123,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.priors.openai",
     "amc.priors.embedded",
     "amc.priors.hf",
+    "amc.value.scorers",
 )
 
 _loaded = False

@@ -1,0 +1,96 @@
+"""MLflow setup shared by training and the pipeline: a SQLite store under ``mlruns/``.
+
+MLflow 3.13+ refuses the plain file store, so tracking always uses a SQLite database
+(default ``sqlite:///mlruns/mlflow.db``; ``MLFLOW_TRACKING_URI`` or an explicit URI wins).
+Experiments created here put their artifacts next to the database (``<db dir>/artifacts``), so
+a temporary store in a test keeps everything in its temporary directory. Runs are tagged with
+the git commit (and whether the tree was dirty) and, when present, the hash of ``dvc.lock``.
+
+Create the database and experiment once before fanning out to several processes: concurrent
+SQLite migrations race ("database is locked").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
+
+
+def tracking_uri(uri: str | None = None) -> str:
+    """The URI to use: ``uri``, else ``$MLFLOW_TRACKING_URI``, else the default SQLite store."""
+    return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+
+
+def sqlite_uri(db_path: str | Path) -> str:
+    """``sqlite:///`` URI of a database file (absolute path)."""
+    return "sqlite:///" + str(Path(db_path).resolve())
+
+
+def _artifact_root(uri: str) -> str | None:
+    """``<db dir>/artifacts`` as a file URI for SQLite stores (None for servers)."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    db = Path(uri[len("sqlite:///"):])
+    return (db.resolve().parent / "artifacts").as_uri()
+
+
+def setup_tracking(uri: str | None = None, experiment: str = "amc") -> str:
+    """Point MLflow at the store, get-or-create ``experiment``; returns its id."""
+    import mlflow
+
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    uri = tracking_uri(uri)
+    if uri.startswith("sqlite:///"):
+        Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    mlflow.set_tracking_uri(uri)
+    client = mlflow.MlflowClient()
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        exp_id = client.create_experiment(experiment, artifact_location=_artifact_root(uri))
+    else:
+        exp_id = exp.experiment_id
+    mlflow.set_experiment(experiment_id=exp_id)
+    return exp_id
+
+
+def git_commit(cwd: str | Path | None = None) -> tuple[str | None, bool]:
+    """(HEAD commit, dirty flag) of the repository at ``cwd``; (None, False) outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                cwd=cwd, capture_output=True, text=True, timeout=10).stdout
+        return head, bool(status.strip())
+    except (OSError, subprocess.SubprocessError):
+        return None, False
+
+
+def run_tags(extra: dict[str, Any] | None = None, cwd: str | Path | None = None) -> dict[str, str]:
+    """Tags for a run: git commit/dirty, the ``dvc.lock`` hash if present, plus ``extra``."""
+    tags: dict[str, str] = {}
+    commit, dirty = git_commit(cwd)
+    if commit:
+        tags["git_commit"] = commit
+        tags["git_dirty"] = str(dirty).lower()
+    lock = Path(cwd or ".") / "dvc.lock"
+    if lock.is_file():
+        tags["dvc_lock_sha256"] = hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
+    tags.update({k: str(v) for k, v in (extra or {}).items()})
+    return tags
+
+
+def flatten_params(d: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested config -> flat ``a.b.c`` params (values stringified, truncated to MLflow's limit)."""
+    out: dict[str, str] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten_params(v, key + "."))
+        else:
+            out[key] = str(v)[:6000]
+    return out

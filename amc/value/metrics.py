@@ -1,0 +1,88 @@
+"""Evaluation metrics of a value model and its calibration (reliability) plot.
+
+Regression metrics compare the predicted future reward f(s_t) with the Monte-Carlo target
+y_t: MSE, MAE, Pearson, Spearman. Success metrics ask whether the implied total return
+``reward_so_far + f(s_t)`` (the paper's V = f + r, clipped to [0, 1]) predicts that the
+trajectory succeeds: ROC AUC (Mann-Whitney, ties averaged) and the Brier score. The reliability
+plot bins that clipped prediction and shows the observed success frequency per bin.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import pearsonr, rankdata, spearmanr
+
+
+def _corr(fn: object, a: np.ndarray, b: np.ndarray) -> float:
+    if len(a) < 2 or np.std(a) == 0 or np.std(b) == 0:
+        return float("nan")
+    return float(fn(a, b)[0])  # type: ignore[operator]
+
+
+def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Area under the ROC curve (NaN when only one class is present)."""
+    labels = labels.astype(bool)
+    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(scores)
+    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def value_metrics(pred: np.ndarray, target: np.ndarray, reward_so_far: np.ndarray,
+                  success: np.ndarray) -> dict[str, float]:
+    """All metrics of one evaluation (NaN where undefined, e.g. a constant prediction)."""
+    pred, target = np.asarray(pred, float), np.asarray(target, float)
+    p_success = np.clip(np.asarray(reward_so_far, float) + pred, 0.0, 1.0)
+    success = np.asarray(success, bool)
+    return {
+        "mse": float(np.mean((pred - target) ** 2)) if len(pred) else float("nan"),
+        "mae": float(np.mean(np.abs(pred - target))) if len(pred) else float("nan"),
+        "pearson": _corr(pearsonr, pred, target),
+        "spearman": _corr(spearmanr, pred, target),
+        "auc": roc_auc(p_success, success),
+        "brier": float(np.mean((p_success - success) ** 2)) if len(pred) else float("nan"),
+    }
+
+
+def finite(metrics: dict[str, float], prefix: str = "") -> dict[str, float]:
+    """Only the finite metrics (MLflow and JSON do not like NaN), keys prefixed."""
+    return {prefix + k: v for k, v in metrics.items() if math.isfinite(v)}
+
+
+def reliability_plot(pred: np.ndarray, reward_so_far: np.ndarray, success: np.ndarray,
+                     out: str | Path, bins: int = 10, title: str = "Value calibration") -> Path:
+    """Reliability diagram (PNG) of clip(reward_so_far + pred) against success frequency."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    p = np.clip(np.asarray(reward_so_far, float) + np.asarray(pred, float), 0.0, 1.0)
+    y = np.asarray(success, float)
+    edges = np.linspace(0, 1, bins + 1)
+    idx = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
+    centers, freq, counts = [], [], []
+    for b in range(bins):
+        sel = idx == b
+        counts.append(int(sel.sum()))
+        if sel.any():
+            centers.append(float(p[sel].mean()))
+            freq.append(float(y[sel].mean()))
+    fig, (ax, axh) = plt.subplots(2, 1, figsize=(5, 6), height_ratios=[3, 1], sharex=True)
+    ax.plot([0, 1], [0, 1], "--", color="grey", label="perfect")
+    ax.plot(centers, freq, "o-", label="model")
+    ax.set_ylabel("observed success frequency")
+    ax.set_title(title)
+    ax.legend(loc="upper left")
+    axh.bar((edges[:-1] + edges[1:]) / 2, counts, width=1 / bins, edgecolor="black")
+    axh.set_xlabel("predicted total return (clipped to [0, 1])")
+    axh.set_ylabel("states")
+    fig.tight_layout()
+    out = Path(out)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

@@ -1,0 +1,311 @@
+"""Training of the value model, tracked in MLflow.
+
+Seeded end to end: the head is initialised from a ``torch.Generator``, batches are shuffled by
+another, and dropout/LoRA initialisation draw from torch's global RNG inside
+``torch.random.fork_rng`` after ``manual_seed(seed)`` (the caller's RNG state is restored), so
+the same seed on the same machine gives the same metrics. AdamW with linear warmup and cosine
+decay, gradient clipping, early stopping on validation Pearson (the best epoch's weights are
+restored). CPU or GPU (bf16 autocast); several GPUs via ``accelerate launch``.
+
+MLflow (SQLite store, :mod:`amc.tracking`): the resolved config as params, per-epoch train and
+validation MSE/MAE/Pearson/Spearman/AUC/Brier, a reliability plot artifact, tags for the git
+commit and the dataset's content hash; the trained model is logged as a pyfunc and registered as
+``amc-value-<env>`` with the alias ``challenger`` (:mod:`amc.value.registry`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from pydantic import Field
+
+from amc.config import Frozen
+from amc.value.metrics import finite, reliability_plot, value_metrics
+from amc.value.model import (
+    ModelConfig,
+    build_model,
+    encode,
+    load_tokenizer_for,
+    pad_batch,
+    predict_ids,
+    uses_lora,
+)
+
+
+class TrainConfig(Frozen):
+    """Optimisation, tracking and registration settings of one training run."""
+
+    model: ModelConfig = ModelConfig()
+    """Backbone, pooling, head, LoRA and loss."""
+    lr: float = Field(5e-5, gt=0)
+    """Peak learning rate of AdamW (paper, 8B LoRA: 1e-5)."""
+    weight_decay: float = Field(0.01, ge=0)
+    """AdamW weight decay."""
+    epochs: int = Field(3, ge=1)
+    """Maximum number of epochs."""
+    batch_size: int = Field(16, ge=1)
+    """Training micro-batch size per device."""
+    grad_accum: int = Field(1, ge=1)
+    """Micro-batches per optimiser step."""
+    eval_batch_size: int = Field(64, ge=1)
+    """Batch size of evaluation."""
+    warmup_ratio: float = Field(0.1, ge=0, le=1)
+    """Fraction of optimiser steps with linear warmup."""
+    max_grad_norm: float = Field(1.0, gt=0)
+    """Gradient clipping norm."""
+    patience: int = Field(1, ge=0)
+    """Stop after this many epochs without a validation-Pearson gain of min_delta."""
+    min_delta: float = Field(0.001, ge=0)
+    """Smallest validation-Pearson gain that counts as an improvement."""
+    seed: int = 0
+    """Seed of initialisation, shuffling and dropout."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Where to train (auto = cuda when available)."""
+    bf16: bool = True
+    """bf16 autocast on GPU (ignored on CPU)."""
+    max_train_rows: int | None = Field(None, ge=1)
+    """Use only the first rows of the training split (quick runs)."""
+    env: str = "generic"
+    """Environment name; the model registers as amc-value-<env>."""
+    experiment: str = "amc-value"
+    """MLflow experiment name."""
+    tracking_uri: str | None = None
+    """MLflow tracking URI (None: $MLFLOW_TRACKING_URI or sqlite:///mlruns/mlflow.db)."""
+    track: bool = True
+    """Log to MLflow (params, metrics, plot, model)."""
+    register_model: bool = True
+    """Register the logged model as amc-value-<env> with the alias challenger."""
+
+
+@dataclass
+class TrainResult:
+    """What a training run produced."""
+
+    model_dir: Path
+    history: list[dict[str, float]]
+    best_epoch: int
+    best: dict[str, float]
+    run_id: str | None = None
+    model_uri: str | None = None
+    registered: tuple[str, str] | None = None  # (name, version)
+    samples_per_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _columns(ds: Any, limit: int | None = None) -> dict[str, Any]:
+    if limit is not None:
+        ds = ds.select(range(min(limit, len(ds))))
+    return {k: list(ds[k]) for k in ("text", "target", "reward_so_far", "success")}
+
+
+def _evaluate(model: Any, ids: list[list[int]], cols: dict[str, Any], pad_id: int,
+              cfg: TrainConfig, device: torch.device,
+              autocast: bool) -> tuple[dict[str, float], list[float]]:
+    if not ids:
+        return {}, []
+    pred = predict_ids(model, ids, pad_id, cfg.eval_batch_size, device, autocast)
+    return value_metrics(np.array(pred), np.array(cols["target"]), np.array(cols["reward_so_far"]),
+                         np.array(cols["success"])), pred
+
+
+def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
+          out_dir: str | Path | None = None) -> TrainResult:
+    """Train on a dataset directory (:func:`amc.value.data.build_dataset`), save, log, register.
+
+    An exception marks the MLflow run FAILED (instead of leaving it running) and propagates.
+    """
+    try:
+        return _train(dataset_dir, cfg, out_dir)
+    except BaseException:
+        if cfg.track:
+            import mlflow
+
+            if mlflow.active_run() is not None:
+                mlflow.end_run("FAILED")
+        raise
+
+
+def _train(dataset_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None) -> TrainResult:
+    from accelerate import Accelerator
+    from tqdm.auto import tqdm
+    from transformers import get_cosine_schedule_with_warmup
+
+    from amc.value.data import load_dataset_dir
+
+    dsd, render, card = load_dataset_dir(dataset_dir)
+    train_cols = _columns(dsd["train"], cfg.max_train_rows)
+    val_cols, test_cols = _columns(dsd["validation"]), _columns(dsd["test"])
+    if not train_cols["text"]:
+        raise ValueError(f"dataset {dataset_dir} has no training rows")
+    use_cuda = cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())
+    acc = Accelerator(cpu=not use_cuda, mixed_precision="bf16" if use_cuda and cfg.bf16 else "no")
+    device, autocast = acc.device, use_cuda and cfg.bf16
+    out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="amc-value-"))
+    max_len = cfg.model.max_length
+    if render.max_tokens is not None and render.max_tokens + 4 > max_len:
+        raise ValueError(f"model.max_length={max_len} is too small for the dataset's "
+                         f"render.max_tokens={render.max_tokens} (needs >= max_tokens + 4)")
+    tok = load_tokenizer_for(cfg.model)
+    ids_train = encode(tok, train_cols["text"], max_len)
+    ids_val = encode(tok, val_cols["text"], max_len) if val_cols["text"] else []
+    ids_test = encode(tok, test_cols["text"], max_len) if test_cols["text"] else []
+    y_train = torch.tensor(train_cols["target"], dtype=torch.float32)
+
+    cuda_devs = [device.index or 0] if use_cuda else []
+    with torch.random.fork_rng(devices=cuda_devs):
+        torch.manual_seed(cfg.seed)  # dropout and LoRA init; restored on exit
+        g_init = torch.Generator().manual_seed(cfg.seed)
+        # A LoRA model's frozen base is loaded in bf16 on a GPU; full fine-tuning stays fp32.
+        base_dtype = torch.bfloat16 if use_cuda and cfg.bf16 and uses_lora(cfg.model) else None
+        model = build_model(cfg.model, g_init, base_dtype)
+        g_shuffle = torch.Generator().manual_seed(cfg.seed + 1)
+        order_loader = torch.utils.data.DataLoader(
+            range(len(ids_train)), batch_size=cfg.batch_size, shuffle=True, generator=g_shuffle)
+        params = [p for p in model.parameters() if p.requires_grad]
+        decay = [p for p in params if p.ndim >= 2]
+        no_decay = [p for p in params if p.ndim < 2]
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                                 {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr)
+        steps_per_epoch = math.ceil(len(order_loader) / cfg.grad_accum)
+        total = steps_per_epoch * cfg.epochs
+        sched = get_cosine_schedule_with_warmup(opt, int(cfg.warmup_ratio * total), total)
+        model, opt = acc.prepare(model, opt)
+        raw_model = acc.unwrap_model(model)
+
+        run = None
+        if cfg.track and acc.is_main_process:
+            run = _start_run(cfg, card, render)
+        history: list[dict[str, float]] = []
+        best_score, best_epoch, bad = -math.inf, 0, 0
+        best_state: dict[str, torch.Tensor] | None = None
+        n_seen, t_train = 0, 0.0
+        for epoch in range(1, cfg.epochs + 1):
+            model.train()
+            preds = np.full(len(ids_train), np.nan)  # this process's training predictions
+            losses = []
+            t0 = time.perf_counter()
+            bar = tqdm(order_loader, desc=f"epoch {epoch}/{cfg.epochs}", leave=False,
+                       disable=None if acc.is_main_process else True)
+            for i, idx in enumerate(bar):
+                # Several processes (accelerate launch): each takes its share of the batch and
+                # DDP averages the gradients, so the step equals one full-batch step.
+                idx = idx[acc.process_index::acc.num_processes]
+                idx_list = idx.tolist()
+                x, m = pad_batch([ids_train[j] for j in idx_list], tok.pad_token_id)
+                y = y_train[idx].to(device)
+                with acc.autocast():
+                    raw = model(x.to(device), m.to(device))
+                loss = raw_model.loss(raw, y)
+                acc.backward(loss / cfg.grad_accum)
+                if (i + 1) % cfg.grad_accum == 0 or i + 1 == len(order_loader):
+                    acc.clip_grad_norm_(params, cfg.max_grad_norm)
+                    opt.step()
+                    sched.step()
+                    opt.zero_grad(set_to_none=True)
+                preds[idx_list] = raw_model.to_value(raw.detach()).float().cpu().numpy()
+                losses.append(float(loss.detach()))
+                bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
+            t_train += time.perf_counter() - t0
+            n_seen += len(ids_train)
+            seen = ~np.isnan(preds)
+            tr = value_metrics(preds[seen], y_train.numpy()[seen],
+                               np.array(train_cols["reward_so_far"])[seen],
+                               np.array(train_cols["success"])[seen])
+            tr["loss"] = float(np.mean(losses))
+            va, _ = _evaluate(raw_model, ids_val, val_cols, tok.pad_token_id, cfg, device, autocast)
+            row = {"epoch": epoch, **finite(tr, "train_"), **finite(va, "val_")}
+            history.append(row)
+            if run is not None:
+                import mlflow
+
+                mlflow.log_metrics({k: v for k, v in row.items() if k != "epoch"}, step=epoch)
+            score = va.get("pearson", float("nan")) if va else float("nan")
+            score = -math.inf if not math.isfinite(score) else score
+            # Without a validation split the last epoch is kept.
+            if best_state is None or not ids_val or score > best_score + cfg.min_delta:
+                best_score, best_epoch, bad = score, epoch, 0
+                best_state = {n: p.detach().clone() for n, p in raw_model.named_parameters()
+                              if p.requires_grad}
+            else:
+                bad += 1
+                if ids_val and bad > cfg.patience:
+                    break
+        if best_state is not None:  # restore the best epoch's weights
+            with torch.no_grad():
+                for n, p in raw_model.named_parameters():
+                    if n in best_state:
+                        p.copy_(best_state[n])
+    acc.wait_for_everyone()
+    if not acc.is_main_process:  # only the main process saves, logs and registers
+        return TrainResult(out / "model", history, best_epoch, {})
+    return _finish(raw_model, tok, cfg, out, render, card, history, best_epoch, run,
+                   (ids_val, val_cols), (ids_test, test_cols), device, autocast,
+                   n_seen / t_train if t_train else 0.0)
+
+
+def _start_run(cfg: TrainConfig, card: dict[str, Any], render: Any) -> Any:
+    import mlflow
+
+    from amc.tracking import flatten_params, run_tags, setup_tracking
+
+    setup_tracking(cfg.tracking_uri, cfg.experiment)
+    run = mlflow.start_run(tags=run_tags({"dataset_hash": card["content_hash"], "env": cfg.env,
+                                         "component": "value"}))
+    params = flatten_params({"train": cfg.model_dump(mode="json"),
+                             "render": render.model_dump(mode="json"),
+                             "dataset": card["options"]})
+    mlflow.log_params(params)
+    mlflow.log_dict({"train": cfg.model_dump(mode="json"), "dataset_card": card},
+                    "config/resolved.json")
+    return run
+
+
+def _finish(model: Any, tok: Any, cfg: TrainConfig, out: Path, render: Any, card: dict[str, Any],
+            history: list[dict[str, float]], best_epoch: int, run: Any,
+            val: tuple[list[list[int]], dict[str, Any]],
+            test: tuple[list[list[int]], dict[str, Any]],
+            device: torch.device, autocast: bool, samples_per_s: float) -> TrainResult:
+    """Final evaluation, calibration plot, save, MLflow logging and registration."""
+    best, pred = _evaluate(model, val[0], val[1], tok.pad_token_id, cfg, device, autocast)
+    final = finite(best, "best_val_")
+    test_m, _ = _evaluate(model, test[0], test[1], tok.pad_token_id, cfg, device, autocast)
+    final.update(finite(test_m, "test_"))
+    final["best_epoch"] = float(best_epoch)
+    final["train_samples_per_s"] = samples_per_s
+    model_dir = model.save(out / "model", tok, extra={
+        "render": render.model_dump(mode="json"), "env": cfg.env,
+        "dataset_hash": card["content_hash"], "metrics": final})
+    (out / "metrics.json").write_text(json.dumps({"history": history, "final": final}, indent=2))
+    result = TrainResult(model_dir, history, best_epoch, final, samples_per_s=samples_per_s)
+    if run is None:
+        return result
+    import mlflow
+
+    from amc.value.registry import log_value_model
+
+    try:
+        mlflow.log_metrics(final)
+        if pred:
+            png = reliability_plot(np.array(pred), np.array(val[1]["reward_so_far"]),
+                                   np.array(val[1]["success"]), out / "calibration.png",
+                                   title=f"Value calibration ({cfg.env}, validation)")
+            mlflow.log_artifact(str(png), "plots")
+        mlflow.log_artifact(str(out / "metrics.json"))
+        examples = (val[1]["text"] or [])[:2] or ["(example state)"]
+        logged = log_value_model(model_dir, env=cfg.env, register=cfg.register_model,
+                                 input_example=examples)
+        result.run_id = run.info.run_id
+        result.model_uri = logged.model_uri
+        if logged.version is not None:
+            result.registered = (logged.name, logged.version)
+    finally:
+        mlflow.end_run()
+    return result

@@ -1,0 +1,70 @@
+"""The one renderer: per-env instructions, K-window, old history dropped first, NOW kept whole."""
+
+from __future__ import annotations
+
+from amc.types import History, Step
+from amc.value.data import DatasetOptions, build_rows
+from amc.value.model import ModelConfig, load_tokenizer_for
+from amc.value.render import Renderer, RenderOptions, extract_instruction, render
+
+TC_OBS0 = "Crafting commands:\ncraft 4 planks using 1 oak log\n\nGoal: craft wooden pickaxe."
+
+
+def hist(n: int, obs: str = "obs", obs0: str = TC_OBS0) -> History:
+    steps = tuple(Step(f"Action: act {i}", f"act {i}", f"{obs} {i}", 0.0, False) for i in range(n))
+    return History("t1", obs0, steps)
+
+
+def test_instruction_extraction_per_env() -> None:
+    assert extract_instruction(TC_OBS0, "textcraft") == "craft wooden pickaxe."
+    sw = "Task Description:\nYour task is to boil water.\nFirst, focus on the stove.\n"
+    assert extract_instruction(sw, "sciworld") == "Your task is to boil water."
+    assert extract_instruction("Your task is to melt ice.\nThis room is a kitchen.", "sciworld") \
+        == "Your task is to melt ice."
+    ws = "WebShop [SEP] Instruction: [SEP] i need a red shirt under $20 [SEP] Search"
+    assert extract_instruction(ws, "webshop") == "i need a red shirt under $20"
+    assert extract_instruction("You are at node /.", "generic") == "You are at node /."
+    assert extract_instruction("Hello\nTask: find the key\nmore", "generic") == "find the key"
+
+
+def test_k_window_keeps_most_recent_pairs() -> None:
+    text = render(hist(5), RenderOptions(env="textcraft", history_k=2))
+    assert "(3 earlier rounds omitted)" in text
+    assert "Round 4 - ACTION:\nact 3" in text and "Round 5 - ACTION:\nact 4" in text
+    assert "Round 3" not in text
+    # The state before action i is the previous observation; the first is the commands block.
+    full = render(hist(2), RenderOptions(env="textcraft", history_k=5))
+    assert "Round 1 - STATE:\nCrafting commands:" in full and "Goal:" not in full
+    assert full.endswith("=== NOW ===\n[STATE] obs 1")
+    assert "(none)" in render(hist(0), RenderOptions(env="textcraft"))
+
+
+def test_budget_drops_oldest_history_first_and_never_cuts_now() -> None:
+    tok = load_tokenizer_for(ModelConfig())
+    opts = RenderOptions(env="textcraft", history_k=20, max_tokens=120, preamble="Value?")
+    r = Renderer(opts, tok)
+    h = hist(12, obs="the room has a chest and a table and a lamp")
+    text = r(h)
+    assert r.count_tokens(text) <= 120
+    assert "Round 12 - ACTION:\nact 11" in text  # newest kept
+    assert "Round 1 -" not in text and "earlier rounds omitted" in text  # oldest dropped
+    # A current state longer than the whole budget is still kept whole (NOW is never cut).
+    long_now = " ".join(f"item{i}" for i in range(200))
+    h2 = h.extend(Step("x", "look", long_now, 0.0, False))
+    text2 = r(h2)
+    assert text2.endswith("[STATE] " + long_now)
+    assert "Round" not in text2
+
+
+def test_dataset_text_equals_inference_text() -> None:
+    tok = load_tokenizer_for(ModelConfig())
+    opts = DatasetOptions(render=RenderOptions(env="textcraft", history_k=3, max_tokens=64),
+                          val_fraction=0.0)
+    h = hist(6)
+    rows = build_rows([h], opts, tok)["train"]
+    r = Renderer(opts.render, tok)  # what LearnedValue builds from the model's stored options
+    for row in rows:
+        prefix = History(h.task_id, h.observation0, h.steps[: row["step"]])
+        assert row["text"] == r(prefix)
+    # valid_actions annotations (added by the driver at inference) do not change the text
+    assert r(h.with_valid_actions(["a", "b"])) == r(h)
