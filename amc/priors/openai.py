@@ -293,6 +293,32 @@ class OpenAIPrior:
                               prefilled=self.options.endpoint == "completions")
         return AgentTurn(raw_text=text, action=action, usage=usage)
 
+    async def complete(self, prompt: str, *, max_tokens: int = 128) -> tuple[str, Usage]:
+        """Greedy answer to a plain prompt through the same client, retries, cache and ledger.
+
+        Used by LLM-prompted value functions (zero-shot, FoA). Temperature 0 and a fixed seed
+        make it deterministic and cacheable; a failed call raises ``RuntimeError``.
+        """
+        o = self.options
+        req: dict[str, Any] = {"model": o.model}
+        if o.endpoint == "chat":
+            req["messages"] = [{"role": "user", "content": prompt}]
+        else:
+            req["prompt"] = prompt
+            req["stop"] = ["\n\n"]
+        if is_reasoning_model(o.model):
+            req["max_completion_tokens"] = max(max_tokens, 1024)
+            req["reasoning_effort"] = o.reasoning_effort or next(
+                v for k, v in PINNED_EFFORT.items() if o.model.lower().startswith(k))
+        else:
+            req.update(max_tokens=max_tokens, temperature=0.0)
+        if o.send_seed:
+            req["seed"] = 0
+        text, usage, error = await self.generate(req, task_id="<value>", seed=0)
+        if error is not None:
+            raise RuntimeError(error)
+        return text, usage
+
     async def aclose(self) -> None:
         """Close the client (the shared connection pool) and the cache."""
         if self._state is not None:
