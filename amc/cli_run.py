@@ -44,6 +44,8 @@ def run_cmd(
     seeds: str | None = typer.Option(None, help="Comma list of run seeds."),
     out: Path | None = typer.Option(None, help="Output directory for results."),
     quiet: bool = typer.Option(False, help="No progress bars."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the number of calls and the estimated cost; run nothing."),
 ) -> None:
     """Run methods (ReAct, Best-of-N, SMC) and print mean ± s.e. per method."""
     if config is not None and not config.is_file():
@@ -57,7 +59,7 @@ def run_cmd(
     flags += [f"{k}={v}" for k, v in simple.items() if v is not None]
     if value is not None:
         if value.startswith("models:/") or Path(value).exists():
-            flags += ["value.name=learned", f"value.options.model_uri={value}"]
+            flags += ["value.name=learned", f"value.options.model={value}"]
         else:
             flags.append(f"value.name={value}")
     for key, lst in (("methods", _csv(methods)), ("smc.resample_steps", _csv(resample_steps)),
@@ -66,6 +68,11 @@ def run_cmd(
             flags.append(f"{key}=[{', '.join(lst)}]")
     cfg = load_run_config(config, flags, section)
     resolve_methods(cfg)  # fail on a bad method spec before building anything
+    if dry_run:
+        from amc.estimate import estimate, format_estimate
+
+        typer.echo(format_estimate(estimate(cfg), cfg))
+        return
     results = asyncio.run(run_methods(cfg, progress=not quiet))
     rows = summarise(results)
     write_json_atomic(Path(cfg.out_dir) / "summary.json",

@@ -25,7 +25,8 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _options(config: Path | None, overrides: list[str] | None, base: dict[str, Any]) -> dict[str, Any]:
+def _options(config: Path | None, overrides: list[str] | None,
+             base: dict[str, Any]) -> dict[str, Any]:
     """Command-line flags, then the YAML file on top, then ``-S`` overrides on top of both."""
     return apply_overrides(_merge(base, load_yaml(config) if config else {}), overrides or [])
 

@@ -120,10 +120,10 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.webshop",
     "amc.envs.sciworld",
     "amc.value.simple",
-    "amc.value.scorers",
     "amc.priors.openai",
     "amc.priors.embedded",
     "amc.priors.hf",
+    "amc.value.scorers",
 )
 
 _loaded = False

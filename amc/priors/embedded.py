@@ -121,7 +121,7 @@ class EmbeddedServer:
     """``llama_cpp.server`` for one GGUF on 127.0.0.1 (context manager, sync or async)."""
 
     def __init__(self, model: str = "gemma-3-270m", *, port: int | None = None,
-                 n_ctx: int = 4096, n_threads: int | None = None, prompt_cache: bool = True,
+                 n_ctx: int = 4096, n_threads: int | None = None, prompt_cache: bool = False,
                  startup_timeout_s: float = 120.0, cache_dir: Path | None = None) -> None:
         self.model = model
         self.port = port or free_port()
@@ -209,8 +209,10 @@ class EmbeddedOptions(OpenAIOptions):
     """llama.cpp context length (tokens)."""
     n_threads: int | None = Field(None, ge=1)
     """CPU threads for the server (default: up to 4)."""
-    prompt_cache: bool = True
-    """llama.cpp RAM prompt cache (prefix reuse across particles)."""
+    prompt_cache: bool = False
+    """llama-cpp-python's RAM state cache. Off: its size cap does not hold (the server grew
+    past 20 GB and was OOM-killed here); llama.cpp still reuses the longest common prefix of
+    consecutive prompts (its "prefix-match hit"), which is what particles of a task share."""
 
 
 class EmbeddedPrior(OpenAIPrior):

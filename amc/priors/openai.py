@@ -164,6 +164,11 @@ class OpenAIPrior:
         self._fatal: str | None = None
         self.retries = 0
 
+    @property
+    def wants_valid_actions(self) -> bool:
+        """The menu prompt lists the environment's valid actions: ask the driver for them."""
+        return self.options.prompt == "menu"
+
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIPrior(model={self.options.model!r}, base_url={self.base_url!r})"
 
@@ -287,6 +292,32 @@ class OpenAIPrior:
         action = parse_action(text, self.env, history.valid_actions,
                               prefilled=self.options.endpoint == "completions")
         return AgentTurn(raw_text=text, action=action, usage=usage)
+
+    async def complete(self, prompt: str, *, max_tokens: int = 128) -> tuple[str, Usage]:
+        """Greedy answer to a plain prompt through the same client, retries, cache and ledger.
+
+        Used by LLM-prompted value functions (zero-shot, FoA). Temperature 0 and a fixed seed
+        make it deterministic and cacheable; a failed call raises ``RuntimeError``.
+        """
+        o = self.options
+        req: dict[str, Any] = {"model": o.model}
+        if o.endpoint == "chat":
+            req["messages"] = [{"role": "user", "content": prompt}]
+        else:
+            req["prompt"] = prompt
+            req["stop"] = ["\n\n"]
+        if is_reasoning_model(o.model):
+            req["max_completion_tokens"] = max(max_tokens, 1024)
+            req["reasoning_effort"] = o.reasoning_effort or next(
+                v for k, v in PINNED_EFFORT.items() if o.model.lower().startswith(k))
+        else:
+            req.update(max_tokens=max_tokens, temperature=0.0)
+        if o.send_seed:
+            req["seed"] = 0
+        text, usage, error = await self.generate(req, task_id="<value>", seed=0)
+        if error is not None:
+            raise RuntimeError(error)
+        return text, usage
 
     async def aclose(self) -> None:
         """Close the client (the shared connection pool) and the cache."""

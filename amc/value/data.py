@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -241,7 +241,8 @@ def card_markdown(card: dict[str, Any]) -> str:
     for split, s in card["splits"].items():
         sr = "-" if s["success_rate"] is None else f"{s['success_rate']:.3f}"
         mt = "-" if s["target_mean"] is None else f"{s['target_mean']:.3f}"
-        lines.append(f"| {split} | {s['tasks']} | {s['trajectories']} | {s['rows']} | {sr} | {mt} |")
+        lines.append(f"| {split} | {s['tasks']} | {s['trajectories']} | {s['rows']} | {sr} "
+                     f"| {mt} |")
     edges = card["splits"]["train"]["target_histogram"]["edges"]
     lines += ["", "Target histogram (all splits):", "", "| bin | " + " | ".join(SPLITS) + " |",
               "|---|---|---|---|"]
@@ -294,11 +295,3 @@ def load_dataset_dir(path: str | Path) -> tuple[Any, RenderOptions, dict[str, An
         if s not in dsd:
             dsd[s] = Dataset.from_dict({k: [] for k in features}, features=features)
     return dsd, render, json.loads((p / "card.json").read_text())
-
-
-def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Records of a JSON-lines file (helper for scripts)."""
-    with open(path) as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)

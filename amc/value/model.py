@@ -194,7 +194,8 @@ class ValueModel(nn.Module):
         full = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
         return {FULL_WEIGHTS: full}
 
-    def save(self, out_dir: str | Path, tokenizer: Any, extra: dict[str, Any] | None = None) -> Path:
+    def save(self, out_dir: str | Path, tokenizer: Any,
+             extra: dict[str, Any] | None = None) -> Path:
         """Write weights (safetensors), config and tokenizer into ``out_dir``."""
         from safetensors.torch import save_file
 
@@ -209,6 +210,15 @@ class ValueModel(nn.Module):
         return out
 
 
+def uses_lora(config: ModelConfig) -> bool:
+    """Whether ``config`` fine-tunes with LoRA (explicitly, or because it is a decoder LM)."""
+    from transformers import AutoConfig
+
+    if config.lora is not None:
+        return config.lora
+    return is_decoder(AutoConfig.from_pretrained(resolve_backbone(config.backbone)))
+
+
 def build_model(config: ModelConfig, generator: torch.Generator | None = None,
                 dtype: torch.dtype | None = None) -> ValueModel:
     """A fresh value model (pretrained backbone weights, new head)."""
@@ -216,11 +226,13 @@ def build_model(config: ModelConfig, generator: torch.Generator | None = None,
 
     path = resolve_backbone(config.backbone)
     hf_config = AutoConfig.from_pretrained(path)
-    backbone = AutoModel.from_pretrained(path, dtype=dtype) if dtype else AutoModel.from_pretrained(path)
+    kwargs = {"dtype": dtype} if dtype else {}
+    backbone = AutoModel.from_pretrained(path, **kwargs)
     return ValueModel(config, backbone, hf_config, generator)
 
 
-def _check_keys(where: str, expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor]) -> None:
+def _check_keys(where: str, expected: dict[str, torch.Tensor],
+                got: dict[str, torch.Tensor]) -> None:
     missing = sorted(set(expected) - set(got))
     unexpected = sorted(set(got) - set(expected))
     shapes = sorted(k for k in set(expected) & set(got) if expected[k].shape != got[k].shape)
@@ -232,7 +244,8 @@ def _check_keys(where: str, expected: dict[str, torch.Tensor], got: dict[str, to
         raise CheckpointMismatchError(f"checkpoint {where} does not match the model ({detail})")
 
 
-def load_model(model_dir: str | Path, device: str | torch.device = "cpu") -> tuple[ValueModel, Any, dict[str, Any]]:
+def load_model(model_dir: str | Path,
+               device: str | torch.device = "cpu") -> tuple[ValueModel, Any, dict[str, Any]]:
     """(model in eval mode, tokenizer, saved meta) from a directory written by :meth:`save`."""
     from safetensors.torch import load_file
     from transformers import AutoConfig, AutoModel
@@ -245,7 +258,9 @@ def load_model(model_dir: str | Path, device: str | torch.device = "cpu") -> tup
     if meta["use_lora"]:
         path = resolve_backbone(config.backbone)
         hf_config = AutoConfig.from_pretrained(path)
-        model = ValueModel(config, AutoModel.from_pretrained(path), hf_config)
+        # The frozen base of a LoRA model runs in bf16 on a GPU (an 8B base is 16 GB, not 32).
+        kwargs = {"dtype": torch.bfloat16} if torch.device(device).type == "cuda" else {}
+        model = ValueModel(config, AutoModel.from_pretrained(path, **kwargs), hf_config)
         from peft import get_peft_model_state_dict, set_peft_model_state_dict
 
         adapter = load_file(str(d / ADAPTER_WEIGHTS))
@@ -306,8 +321,12 @@ def predict_ids(model: ValueModel, ids: list[list[int]], pad_id: int, batch_size
 
 def predict_texts(model: ValueModel, tokenizer: Any, texts: list[str], batch_size: int = 64,
                   device: str | torch.device = "cpu") -> list[float]:
-    """Values for rendered texts (tokenise, length-sort, dynamic padding, batched forward)."""
+    """Values for rendered texts (tokenise, length-sort, dynamic padding, batched forward).
+
+    bf16 autocast on a GPU, fp32 on a CPU.
+    """
     if not texts:
         return []
     ids = encode(tokenizer, texts, model.config.max_length)
-    return predict_ids(model, ids, tokenizer.pad_token_id, batch_size, device)
+    on_gpu = torch.device(device).type == "cuda"
+    return predict_ids(model, ids, tokenizer.pad_token_id, batch_size, device, autocast=on_gpu)

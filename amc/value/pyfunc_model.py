@@ -22,7 +22,7 @@ class ValuePyfunc(PythonModel):
         self.model, self.tokenizer, self.meta = load_model(context.artifacts["value_model"])
         self.model_dir = context.artifacts["value_model"]
 
-    def predict(self, context: Any, model_input: Any, params: dict[str, Any] | None = None) -> Any:
+    def predict(self, context, model_input, params=None):
         import numpy as np
 
         from amc.value.model import predict_texts

@@ -86,9 +86,9 @@ def _find_model_dir(root: Path) -> Path | None:
 
 def resolve_model_dir(uri: str, tracking_uri: str | None = None) -> Path:
     """A local value-model directory for a registry/run URI or a local path."""
-    p = Path(uri)
-    if ":/" not in uri or uri.startswith("file://"):  # models:/x has no "://"
-        local = Path(uri[len("file://"):]) if uri.startswith("file://") else p
+    scheme = re.match(r"^([A-Za-z][\w+.-]+):/", uri)  # models:/, runs:/, file://, s3://...
+    if scheme is None or scheme.group(1) == "file":
+        local = Path(uri[len("file://"):]) if scheme else Path(uri)
         if not local.exists():
             raise FileNotFoundError(f"value model not found: {uri}")
         found = _find_model_dir(local)

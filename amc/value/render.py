@@ -151,7 +151,8 @@ def _compose(preamble: str, instruction: str, pairs: list[tuple[str, str]], firs
     return "\n".join(parts)
 
 
-def render(history: History, options: RenderOptions, count_tokens: TokenCounter | None = None) -> str:
+def render(history: History, options: RenderOptions,
+           count_tokens: TokenCounter | None = None) -> str:
     """The value model's input text for ``history`` (see the module docstring for the layout).
 
     ``count_tokens`` must be given when ``options.max_tokens`` is set; it is the model's own

@@ -19,6 +19,7 @@ in :mod:`amc.value.parse`.
 from __future__ import annotations
 
 import asyncio
+import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -63,6 +64,9 @@ class LearnedValue:
         self.renderer = Renderer(render_options, tokenizer)
         self.batch_size, self.device, self.cache_size = batch_size, torch.device(device), cache_size
         self._cache: OrderedDict[str, float] = OrderedDict()
+        self._lock = threading.Lock()  # one forward pass at a time; guards the cache
+        self._pending: list[tuple[list[History], asyncio.Future[list[float]]]] = []
+        self._worker: asyncio.Task[None] | None = None
         self.stats = {"states": 0, "cache_hits": 0, "forward_states": 0, "calls": 0}
         self.meta: dict[str, Any] = {}
 
@@ -88,6 +92,10 @@ class LearnedValue:
 
     def score_texts(self, texts: Sequence[str]) -> list[float]:
         """Values of rendered states: cache, de-duplicate, one batched pass for the rest."""
+        with self._lock:
+            return self._score_texts(texts)
+
+    def _score_texts(self, texts: Sequence[str]) -> list[float]:
         from amc.value.model import predict_texts
 
         self.stats["calls"] += 1
@@ -109,9 +117,38 @@ class LearnedValue:
     def clear_cache(self) -> None:
         self._cache.clear()
 
+    def score_histories(self, histories: Sequence[History]) -> list[float]:
+        """Synchronous :meth:`score` (render + batched forward)."""
+        return self.score_texts([self.render(h) for h in histories])
+
     async def score(self, histories: Sequence[History]) -> list[float]:
-        texts = [self.render(h) for h in histories]
-        return await asyncio.to_thread(self.score_texts, texts)
+        """Values of ``histories``; calls that arrive while a pass runs share the next pass.
+
+        Concurrent tasks' requests are coalesced: one drain task takes everything queued, renders
+        and scores it in a worker thread (one batched forward), and hands each caller its slice.
+        """
+        fut: asyncio.Future[list[float]] = asyncio.get_running_loop().create_future()
+        self._pending.append((list(histories), fut))
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._drain())
+        return await fut
+
+    async def _drain(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            flat = [h for hs, _ in batch for h in hs]
+            try:
+                values = await asyncio.to_thread(self.score_histories, flat)
+            except Exception as err:  # every waiting caller sees the failure
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(err)
+                continue
+            i = 0
+            for hs, fut in batch:
+                if not fut.done():
+                    fut.set_result(values[i:i + len(hs)])
+                i += len(hs)
 
     async def aclose(self) -> None:
         self._cache.clear()
@@ -190,7 +227,8 @@ class _LLMValue:
         if self.hi <= self.lo:
             raise ValueError(f"reward_range must be (low, high) with low < high, got "
                              f"{(self.lo, self.hi)}")
-        self.fallback = options.fallback if options.fallback is not None else (self.lo + self.hi) / 2
+        mid = (self.lo + self.hi) / 2
+        self.fallback = options.fallback if options.fallback is not None else mid
         self.render_options = RenderOptions(env=render_env_for(env_name),
                                             history_k=options.history_k,
                                             preamble=ZERO_SHOT_PREAMBLE)
@@ -248,11 +286,13 @@ class FoAHeuristicValue(_LLMValue):
         env = self.render_options.env
         goal = extract_instruction(history.observation0, env)
         lines = [f"Observation: {clean_state(history.observation0, goal, env)}"]
-        steps = history.steps[-self.render_options.history_k:] if self.render_options.history_k else ()
+        k = self.render_options.history_k
+        steps = history.steps[-k:] if k else ()
         if len(steps) < len(history.steps):
             lines.append(f"({len(history.steps) - len(steps)} earlier steps omitted)")
         for s in steps:
-            lines += [f"Action: {s.action}", f"Observation: {clean_state(s.observation, goal, env)}"]
+            lines += [f"Action: {s.action}",
+                      f"Observation: {clean_state(s.observation, goal, env)}"]
         return FOA_PROMPT.format(goal=goal, trajectory="\n".join(lines))
 
     def parse(self, text: str) -> float | None:

@@ -36,6 +36,7 @@ from amc.value.model import (
     load_tokenizer_for,
     pad_batch,
     predict_ids,
+    uses_lora,
 )
 
 
@@ -106,7 +107,8 @@ def _columns(ds: Any, limit: int | None = None) -> dict[str, Any]:
 
 
 def _evaluate(model: Any, ids: list[list[int]], cols: dict[str, Any], pad_id: int,
-              cfg: TrainConfig, device: torch.device, autocast: bool) -> tuple[dict[str, float], list[float]]:
+              cfg: TrainConfig, device: torch.device,
+              autocast: bool) -> tuple[dict[str, float], list[float]]:
     if not ids:
         return {}, []
     pred = predict_ids(model, ids, pad_id, cfg.eval_batch_size, device, autocast)
@@ -116,7 +118,22 @@ def _evaluate(model: Any, ids: list[list[int]], cols: dict[str, Any], pad_id: in
 
 def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
           out_dir: str | Path | None = None) -> TrainResult:
-    """Train on a dataset directory (:func:`amc.value.data.build_dataset`), save, log, register."""
+    """Train on a dataset directory (:func:`amc.value.data.build_dataset`), save, log, register.
+
+    An exception marks the MLflow run FAILED (instead of leaving it running) and propagates.
+    """
+    try:
+        return _train(dataset_dir, cfg, out_dir)
+    except BaseException:
+        if cfg.track:
+            import mlflow
+
+            if mlflow.active_run() is not None:
+                mlflow.end_run("FAILED")
+        raise
+
+
+def _train(dataset_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None) -> TrainResult:
     from accelerate import Accelerator
     from tqdm.auto import tqdm
     from transformers import get_cosine_schedule_with_warmup
@@ -146,7 +163,9 @@ def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
     with torch.random.fork_rng(devices=cuda_devs):
         torch.manual_seed(cfg.seed)  # dropout and LoRA init; restored on exit
         g_init = torch.Generator().manual_seed(cfg.seed)
-        model = build_model(cfg.model, g_init)
+        # A LoRA model's frozen base is loaded in bf16 on a GPU; full fine-tuning stays fp32.
+        base_dtype = torch.bfloat16 if use_cuda and cfg.bf16 and uses_lora(cfg.model) else None
+        model = build_model(cfg.model, g_init, base_dtype)
         g_shuffle = torch.Generator().manual_seed(cfg.seed + 1)
         order_loader = torch.utils.data.DataLoader(
             range(len(ids_train)), batch_size=cfg.batch_size, shuffle=True, generator=g_shuffle)
@@ -170,12 +189,15 @@ def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
         n_seen, t_train = 0, 0.0
         for epoch in range(1, cfg.epochs + 1):
             model.train()
-            preds, targets = np.zeros(len(ids_train)), np.zeros(len(ids_train))
+            preds = np.full(len(ids_train), np.nan)  # this process's training predictions
             losses = []
             t0 = time.perf_counter()
             bar = tqdm(order_loader, desc=f"epoch {epoch}/{cfg.epochs}", leave=False,
                        disable=None if acc.is_main_process else True)
             for i, idx in enumerate(bar):
+                # Several processes (accelerate launch): each takes its share of the batch and
+                # DDP averages the gradients, so the step equals one full-batch step.
+                idx = idx[acc.process_index::acc.num_processes]
                 idx_list = idx.tolist()
                 x, m = pad_batch([ids_train[j] for j in idx_list], tok.pad_token_id)
                 y = y_train[idx].to(device)
@@ -189,13 +211,14 @@ def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
                     sched.step()
                     opt.zero_grad(set_to_none=True)
                 preds[idx_list] = raw_model.to_value(raw.detach()).float().cpu().numpy()
-                targets[idx_list] = y.cpu().numpy()
                 losses.append(float(loss.detach()))
                 bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
             t_train += time.perf_counter() - t0
             n_seen += len(ids_train)
-            tr = value_metrics(preds, targets, np.array(train_cols["reward_so_far"]),
-                               np.array(train_cols["success"]))
+            seen = ~np.isnan(preds)
+            tr = value_metrics(preds[seen], y_train.numpy()[seen],
+                               np.array(train_cols["reward_so_far"])[seen],
+                               np.array(train_cols["success"])[seen])
             tr["loss"] = float(np.mean(losses))
             va, _ = _evaluate(raw_model, ids_val, val_cols, tok.pad_token_id, cfg, device, autocast)
             row = {"epoch": epoch, **finite(tr, "train_"), **finite(va, "val_")}
@@ -206,7 +229,8 @@ def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
                 mlflow.log_metrics({k: v for k, v in row.items() if k != "epoch"}, step=epoch)
             score = va.get("pearson", float("nan")) if va else float("nan")
             score = -math.inf if not math.isfinite(score) else score
-            if best_state is None or score > best_score + cfg.min_delta:
+            # Without a validation split the last epoch is kept.
+            if best_state is None or not ids_val or score > best_score + cfg.min_delta:
                 best_score, best_epoch, bad = score, epoch, 0
                 best_state = {n: p.detach().clone() for n, p in raw_model.named_parameters()
                               if p.requires_grad}
@@ -219,6 +243,9 @@ def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
                 for n, p in raw_model.named_parameters():
                     if n in best_state:
                         p.copy_(best_state[n])
+    acc.wait_for_everyone()
+    if not acc.is_main_process:  # only the main process saves, logs and registers
+        return TrainResult(out / "model", history, best_epoch, {})
     return _finish(raw_model, tok, cfg, out, render, card, history, best_epoch, run,
                    (ids_val, val_cols), (ids_test, test_cols), device, autocast,
                    n_seen / t_train if t_train else 0.0)
@@ -243,7 +270,8 @@ def _start_run(cfg: TrainConfig, card: dict[str, Any], render: Any) -> Any:
 
 def _finish(model: Any, tok: Any, cfg: TrainConfig, out: Path, render: Any, card: dict[str, Any],
             history: list[dict[str, float]], best_epoch: int, run: Any,
-            val: tuple[list[list[int]], dict[str, Any]], test: tuple[list[list[int]], dict[str, Any]],
+            val: tuple[list[list[int]], dict[str, Any]],
+            test: tuple[list[list[int]], dict[str, Any]],
             device: torch.device, autocast: bool, samples_per_s: float) -> TrainResult:
     """Final evaluation, calibration plot, save, MLflow logging and registration."""
     best, pred = _evaluate(model, val[0], val[1], tok.pad_token_id, cfg, device, autocast)

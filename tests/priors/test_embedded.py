@@ -31,12 +31,18 @@ async def test_textcraft_like_episode_end_to_end_and_actions_parse(embedded_serv
     await p.aclose()
 
 
-async def test_the_request_seed_makes_llama_cpp_reproducible(embedded_server):
-    p = attached(embedded_server)
+async def test_same_seed_rerun_is_reproduced_by_the_response_cache(embedded_server, tmp_path):
+    """llama.cpp's own sampling is seeded, but a cached prompt prefix changes the prefill batch
+    and so the last bits of the logits: exact reruns come from the response cache instead."""
     h = History("t", OBSERVATION0, valid_actions=tuple(ToyCraftEnv().valid_actions()))
+    opts = EmbeddedOptions(base_url=embedded_server.url, cache=True, max_tokens=24,
+                           cache_path=str(tmp_path / "responses.sqlite"))
+    p = EmbeddedPrior(opts, env="textcraft")
     a = await p.propose(h, np.random.default_rng(42))
+    calls = p.ledger.run.calls
     b = await p.propose(h, np.random.default_rng(42))
     assert a.raw_text == b.raw_text and a.error is None
+    assert p.ledger.run.calls == calls and p.ledger.cache_hits == 1  # no second model call
     await p.aclose()
 
 

@@ -45,7 +45,8 @@ def test_rows_targets_terminal_and_truncated() -> None:
     assert [r["terminal"] for r in rows] == [False, False, False, True]
     assert [r["reward_so_far"] for r in rows] == [0.0, 0.0, 0.0, 1.0]
     assert all(r["success"] for r in rows)
-    no_term = build_rows([traj("a", [0.0, 1.0])], OPTS.model_copy(update={"include_terminal": False}))
+    no_term = build_rows([traj("a", [0.0, 1.0])],
+                         OPTS.model_copy(update={"include_terminal": False}))
     assert [r["step"] for r in no_term["train"]] == [0, 1]
     # A trajectory cut by the step budget (not done): the last state has no observed future.
     cut = build_rows([traj("a", [0.2, 0.0], done=False)], OPTS)["train"]
