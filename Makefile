@@ -1,19 +1,23 @@
 # Quick start: `make run` (install + the main job), `make test` (install + the test suite).
 VENV := .venv
 PY := $(VENV)/bin/python
-export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export MLFLOW_DISABLE_TELEMETRY ?= true
 export DO_NOT_TRACK ?= true
 export DVC_NO_ANALYTICS ?= 1
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
 .PHONY: setup run test lint bench demo
 
 setup:  ## install everything into .venv (idempotent)
 	bash scripts/setup.sh
 
-run: setup  ## the main job on the embedded default
+run: setup  ## the main job: `dvc repro` of the whole pipeline with the default params.yaml
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/dvc repro
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/amc report
+
+demo: setup  ## seconds: ReAct, Best-of-N and SMC with the exact value on the synthetic MDP
 	$(PY) -m amc run --env synthetic --value exact -n 16 --steps 3 --beta 0.5 \
 		--resample-steps 1,2 --max-tasks 20 --out runs/demo
 
