@@ -13,7 +13,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,18 +66,32 @@ def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
         os.fsync(f.fileno())
 
 
-def write_json_atomic(path: str | Path, obj: Any) -> None:
-    """Write JSON via a temp file and an atomic rename (readers never see half a file)."""
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` via a temp file, fsync and an atomic rename.
+
+    Readers (DVC, the next stage, a concurrent report) see the old file or the new one, never
+    half of one.
+    """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=2, sort_keys=True)
-            f.write("\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: str | Path, obj: Any) -> None:
+    """Write JSON atomically (see :func:`write_bytes_atomic`)."""
+    write_bytes_atomic(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
+
+
+def write_jsonl_atomic(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
+    """Replace ``path`` with one JSON line per record, atomically."""
+    body = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+    write_bytes_atomic(path, body.encode())

@@ -22,10 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from amc.config import RunConfig, config_hash
-from amc.pipeline.io import write_jsonl_atomic
 from amc.pipeline.params import PipelineParams
 from amc.registry import ENVIRONMENTS
-from amc.results import read_jsonl, results_path, write_json_atomic
+from amc.results import read_jsonl, results_path, write_json_atomic, write_jsonl_atomic
 from amc.runner import _method_run_config, resolve_methods, run_methods, task_list
 
 MANIFEST = "manifest.json"

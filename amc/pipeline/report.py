@@ -27,10 +27,9 @@ import numpy as np
 
 from amc.config import ValueConfig
 from amc.pipeline.evaluate import load_plan, load_results
-from amc.pipeline.io import write_bytes_atomic
 from amc.pipeline.params import PipelineParams
 from amc.registry import ENVIRONMENTS, VALUES
-from amc.results import write_json_atomic
+from amc.results import write_bytes_atomic, write_json_atomic
 from amc.smc.records import TaskResult
 from amc.types import History
 
