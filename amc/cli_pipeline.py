@@ -75,3 +75,20 @@ def report_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
         typer.echo(f"\npromotion: {'PROMOTED' if pr['promote'] else 'kept'} ({pr['reason']}); "
                    f"champion = v{pr['champion_after']}")
     typer.echo(f"plots: {p.report.plots_dir}  summary: {p.report.summary_file}")
+
+
+@app.command("results-doc")
+@friendly_errors
+def results_doc_cmd(
+    params: Path = _PARAMS, set_: list[str] = _SET,
+    out: Path = typer.Option(Path("docs/results.md"), help="Document to write."),
+    title: str = typer.Option("Results", help="Document title."),
+) -> None:
+    """Generate docs/results.md (tables, plots, reading) from the report's metrics."""
+    from amc.pipeline.results_doc import write_results_doc
+
+    p = _load(params, set_)
+    if not Path(p.report.summary_file).is_file():
+        raise FileNotFoundError(f"{p.report.summary_file} not found: run `amc report` first")
+    path = write_results_doc(p.report.summary_file, p.report.plots_dir, out, title=title)
+    typer.echo(f"wrote {path}")

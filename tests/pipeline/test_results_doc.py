@@ -1,0 +1,46 @@
+"""docs/results.md is generated from metrics: tables, copied plots and a computed reading."""
+
+import json
+
+from amc.pipeline.results_doc import reading, write_results_doc
+
+
+def _m(role, n, sel, se, oracle=None, success=0.5):
+    return {"role": role, "n": n, "tasks": 20, "runs": 40, "selected_reward": sel,
+            "selected_reward_se": se, "oracle_best": sel if oracle is None else oracle,
+            "oracle_best_se": se, "weighted_mean_reward": sel, "weighted_mean_reward_se": se,
+            "success": success, "success_se": 0.05, "tokens_per_task": 1000.0,
+            "cost_per_task": 0.01}
+
+
+def test_reading_calls_wins_only_beyond_two_standard_errors():
+    methods = {"react": _m("react", 1, 0.2, 0.05), "bon@8": _m("bon", 8, 0.50, 0.02),
+               "smc@8+learned": _m("amc", 8, 0.62, 0.02), "smc@8+zs": _m("smc", 8, 0.60, 0.03),
+               "bon@15": _m("bon", 15, 0.55, 0.02), "smc@15+learned": _m("amc", 15, 0.56, 0.02)}
+    text = "\n".join(reading(methods))
+    assert "N = 8, reward-free (max weight): `smc@8+learned` − `bon@8` = +0.120 → better" in text
+    assert "N = 15, reward-free (max weight): `smc@15+learned` − `bon@15` = +0.010 → not " \
+           "separable" in text
+    assert "learned vs other value (`smc@8+zs`), reward-free: +0.020 → not separable" in text
+    assert "Scaling: `smc@8+learned` vs Best-of-15, oracle: +0.070 → better" in text
+    assert "No method solved" not in text
+    dead = {k: {**v, "success": 0.0} for k, v in methods.items()}
+    assert reading(dead)[0].startswith("No method solved any task")
+
+
+def test_document_has_tables_plots_and_provenance(tmp_path):
+    summary = {"env": "textcraft", "eval_status": "complete",
+               "methods": {"bon@4": _m("bon", 4, 0.4, 0.1), "smc@4+c": _m("amc", 4, 0.5, 0.1)},
+               "calibration": {"states": 50, "pearson": 0.41, "mae": 0.2},
+               "promotion": {"promote": True, "reason": "no champion yet", "champion_after": "1"}}
+    (tmp_path / "metrics.json").write_text(json.dumps(summary))
+    plots = tmp_path / "plots"
+    plots.mkdir()
+    (plots / "success_vs_n.png").write_bytes(b"\x89PNG fake")
+    out = write_results_doc(tmp_path / "metrics.json", plots, tmp_path / "docs" / "results.md")
+    doc = out.read_text()
+    assert "| `smc@4+c` | amc | 4 |" in doc and "0.500 ± 0.100" in doc
+    assert "![success_vs_n](results-plots/success_vs_n.png)" in doc
+    assert (tmp_path / "docs" / "results-plots" / "success_vs_n.png").exists()
+    assert "Pearson 0.410" in doc and "promoted (no champion yet)" in doc
+    assert "do not edit by hand" in doc
