@@ -54,7 +54,7 @@ def main() -> None:
             env.step(a)
         fork_us = _per_call_us(lambda _: env.fork(), 5000)
     body = (
-        "Script: `benchmarks/webshop_env.py` (generated 1,000-product catalog).\n\n"
+        "Script: `benchmarks/bench_webshop_env.py` (generated 1,000-product catalog).\n\n"
         "| what | cost |\n|---|---|\n"
         f"| load catalog + build goals + BM25 index | {load_s * 1e3:.0f} ms (once per setting) |\n"
         f"| search, uncached (1,000 docs, top 50) | {search_us:.0f} µs |\n"
