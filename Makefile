@@ -27,5 +27,6 @@ test: setup lint  ## the full test suite (slow tests included)
 lint: setup
 	$(VENV)/bin/ruff check .
 
-bench: setup  ## every benchmark; results in docs/benchmarks.md
-	cd benchmarks && for b in bench_*.py; do ../$(PY) $$b || exit 1; done
+bench: setup  ## every CPU benchmark; results in docs/benchmarks.md (GPU: benchmarks.bench_value_gpu)
+	for b in benchmarks/bench_*.py; do n=$$(basename $$b .py); \
+	  case $$n in *_gpu) continue;; esac; $(PY) -m benchmarks.$$n || exit 1; done

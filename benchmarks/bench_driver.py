@@ -5,7 +5,7 @@ driver's own overhead: asyncio scheduling of proposals, weight updates, ESS, res
 forking and bookkeeping. Best-of-N (no value calls, no resampling) and SMC (value + resampling
 after every step) are measured side by side in one run, interleaved, best of ``--repeats``.
 
-Usage: python benchmarks/bench_driver.py [--repeats 5]
+Usage: python -m benchmarks.bench_driver [--repeats 5]
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import argparse
 import asyncio
 import time
 
-from _report import md_table, write_section
+from benchmarks._report import md_table, write_section
 
 from amc.config import SMCConfig
 from amc.registry import ENVIRONMENTS, PRIORS, VALUES
@@ -54,7 +54,7 @@ def main() -> None:
         rows.append([n, f"{bon:.1f}", f"{smc_:.1f}", f"{smc_ / bon:.2f}"])
         print(rows[-1], flush=True)
     body = (
-        f"`python benchmarks/bench_driver.py` — synthetic tree (depth {DEPTH}, branching 3), "
+        f"`python -m benchmarks.bench_driver` — synthetic tree (depth {DEPTH}, branching 3), "
         f"one task, best of {args.repeats} interleaved repeats. Time per particle-step "
         "includes the synthetic prior/env (microseconds) and, for SMC, the exact value "
         "lookup, ESS, resampling and forking at every step.\n\n"
