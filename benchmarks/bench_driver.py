@@ -14,11 +14,10 @@ import argparse
 import asyncio
 import time
 
-from benchmarks._report import md_table, write_section
-
 from amc.config import SMCConfig
 from amc.registry import ENVIRONMENTS, PRIORS, VALUES
 from amc.smc.sampler import run_task
+from benchmarks._report import md_table, write_section
 
 DEPTH = 8
 
