@@ -15,19 +15,17 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import httpx
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from amc.envs.agentgym import AgentGymOptions, AgentGymSuite  # noqa: E402
+from amc.envs.serve_process import spawn_env_server  # noqa: E402
 from amc.envs.textcraft import TextCraftOptions, TextCraftSuite  # noqa: E402
 from benchmarks._report import md_table, write_section  # noqa: E402
 
@@ -47,24 +45,8 @@ def median_ms(fn, reps: int, inner: int = 1) -> float:
 
 
 def start_server() -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "amc.cli", "serve-env", "textcraft", "--port", str(port),
-         "--max-envs", "1024"],
-        cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)
-    raise RuntimeError("server did not start")
+    srv = spawn_env_server("textcraft", max_envs=1024, cwd=ROOT)
+    return srv.proc, srv.url
 
 
 def prepared(suite, h: int):

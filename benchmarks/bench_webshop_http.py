@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import signal
 import sys
@@ -27,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from amc.envs.agentgym import AgentGymOptions, AgentGymSuite  # noqa: E402
+from amc.envs.serve_process import spawn_env_server  # noqa: E402
 from amc.envs.webshop import WebShopOptions, WebShopSuite  # noqa: E402
 from amc.envs.webshop_fixture import write_fixture_catalog  # noqa: E402
 from benchmarks._report import md_table, write_section  # noqa: E402
@@ -36,31 +36,9 @@ BIG = 10_000  # an episode budget the measurements never reach
 
 
 def start_server(catalog: Path):
-    import socket
-    import subprocess
-    import time
-
-    import httpx
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    opts = json.dumps({"data_dir": str(catalog), "max_steps": BIG})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "amc.cli", "serve-env", "webshop", "--port", str(port),
-         "--max-envs", "1024", "--options-json", opts],
-        cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)
-    raise RuntimeError("server did not start")
+    srv = spawn_env_server("webshop", {"data_dir": str(catalog), "max_steps": BIG},
+                           max_envs=1024, cwd=ROOT)
+    return srv.proc, srv.url
 
 
 def script(local: WebShopSuite) -> tuple[str, list[str]]:

@@ -7,30 +7,17 @@ from /proc) so the SciWorld tests can check that none outlives its server.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
+from amc.envs.serve_process import ServerProcess, spawn_env_server
 from amc.envs.webshop_fixture import write_fixture_catalog
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _children() -> dict[int, list[int]]:
@@ -76,48 +63,13 @@ def alive(pids: set[int]) -> set[int]:
     return out
 
 
-@dataclass
-class Server:
-    """A running `amc serve-env`: its URL and process."""
-
-    url: str
-    proc: subprocess.Popen
-
-    def stop(self, timeout: float = 60) -> None:
-        """SIGTERM the server alone (a graceful shutdown closes its envs), then its group."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout)
-        # whatever is left of the group (nothing, if the server cleaned up)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+Server = ServerProcess
 
 
 def start_server(name: str, options: dict[str, object], max_envs: int = 64,
                  wait_s: float = 120) -> Server:
     """`amc serve-env NAME --options-json ...` on a free port; returns once it answers."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "amc.cli", "serve-env", name, "--host", "127.0.0.1",
-         "--port", str(port), "--max-envs", str(max_envs), "--options-json", json.dumps(options)],
-        cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    server = Server(f"http://127.0.0.1:{port}", proc)
-    deadline = time.monotonic() + wait_s
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"serve-env exited: {proc.stderr.read().decode()[-2000:]}")
-        try:
-            if httpx.get(server.url + "/", timeout=2).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            server.stop()
-            raise RuntimeError(f"serve-env {name} did not answer within {wait_s} s")
-        time.sleep(0.2)
+    return spawn_env_server(name, options, max_envs=max_envs, wait_s=wait_s, cwd=REPO)
 
 
 @pytest.fixture(scope="session")

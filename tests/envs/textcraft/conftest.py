@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+
+from amc.envs.serve_process import spawn_env_server
 
 REPO = Path(__file__).resolve().parents[3]
 # <repo>/../shared/data as in CI; AMC_SHARED=<dir> overrides it (e.g. for a worktree elsewhere)
 SHARED_DATA = Path(os.environ.get("AMC_SHARED", REPO.parent / "shared")) / "data"
 RECIPES_DIR = SHARED_DATA / "textcraft-recipes"
 SPLITS_DIR = SHARED_DATA / "splits"
-
 
 
 @pytest.fixture(scope="session")
@@ -38,40 +33,8 @@ def splits_dir() -> Path:
     return SPLITS_DIR
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def textcraft_server() -> Iterator[str]:
     """`amc serve-env textcraft` on a free loopback port; yields its base URL."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "amc.cli", "serve-env", "textcraft", "--host", "127.0.0.1",
-         "--port", str(port), "--max-envs", "64"],
-        cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"serve-env exited: {proc.stderr.read().decode()[-2000:]}")
-            try:
-                if httpx.get(url + "/", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("serve-env did not answer within 90 s")
-            time.sleep(0.2)
-        yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    with spawn_env_server("textcraft", max_envs=64, wait_s=90, cwd=REPO) as srv:
+        yield srv.url
