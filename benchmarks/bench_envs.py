@@ -13,10 +13,7 @@ Medians in milliseconds; the section ``envs`` of docs/benchmarks.md is replaced.
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from amc.envs.agentgym import AgentGymOptions, AgentGymSuite  # noqa: E402
-from amc.envs.serve_process import spawn_env_server  # noqa: E402
+from amc.envs.serve_process import ServerProcess, spawn_env_server  # noqa: E402
 from amc.envs.textcraft import TextCraftOptions, TextCraftSuite  # noqa: E402
 from benchmarks._report import md_table, write_section  # noqa: E402
 
@@ -44,9 +41,8 @@ def median_ms(fn, reps: int, inner: int = 1) -> float:
     return statistics.median(out)
 
 
-def start_server() -> tuple[subprocess.Popen, str]:
-    srv = spawn_env_server("textcraft", max_envs=1024, cwd=ROOT)
-    return srv.proc, srv.url
+def start_server() -> ServerProcess:
+    return spawn_env_server("textcraft", max_envs=1024, cwd=ROOT)
 
 
 def prepared(suite, h: int):
@@ -65,7 +61,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=30)
     args = ap.parse_args()
-    proc, url = start_server()
+    srv = start_server()
+    url = srv.url
     local = TextCraftSuite(TextCraftOptions())
     http = AgentGymSuite(AgentGymOptions(base_url=url, fork="server"))
     replay = AgentGymSuite(AgentGymOptions(base_url=url, fork="replay"))
@@ -90,10 +87,9 @@ def main() -> None:
     finally:
         http.close()
         replay.close()
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
+        srv.stop()
     body = (
-        "`python benchmarks/bench_envs.py` -- TextCraft (`wooden pickaxe`, 10 distractors), "
+        "`python -m benchmarks.bench_envs` -- TextCraft (`wooden pickaxe`, 10 distractors), "
         f"median of {args.reps} calls (in process: of {args.reps} batches of 1000 calls), "
         "milliseconds unless marked. HTTP = the AgentGym client against "
         "`amc serve-env textcraft` on loopback; replay = fresh server env + reset + h verified "

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
-import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -26,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from amc.envs.agentgym import AgentGymOptions, AgentGymSuite  # noqa: E402
-from amc.envs.serve_process import spawn_env_server  # noqa: E402
+from amc.envs.serve_process import ServerProcess, spawn_env_server  # noqa: E402
 from amc.envs.webshop import WebShopOptions, WebShopSuite  # noqa: E402
 from amc.envs.webshop_fixture import write_fixture_catalog  # noqa: E402
 from benchmarks._report import md_table, write_section  # noqa: E402
@@ -35,10 +33,9 @@ from benchmarks.bench_envs import median_ms  # noqa: E402
 BIG = 10_000  # an episode budget the measurements never reach
 
 
-def start_server(catalog: Path):
-    srv = spawn_env_server("webshop", {"data_dir": str(catalog), "max_steps": BIG},
-                           max_envs=1024, cwd=ROOT)
-    return srv.proc, srv.url
+def start_server(catalog: Path) -> ServerProcess:
+    return spawn_env_server("webshop", {"data_dir": str(catalog), "max_steps": BIG},
+                            max_envs=1024, cwd=ROOT)
 
 
 def script(local: WebShopSuite) -> tuple[str, list[str]]:
@@ -69,7 +66,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=30)
     args = ap.parse_args()
     catalog = write_fixture_catalog(Path(tempfile.mkdtemp(prefix="bench-webshop-")))
-    proc, url = start_server(catalog)
+    srv = start_server(catalog)
+    url = srv.url
     local = WebShopSuite(WebShopOptions(data_dir=str(catalog), max_steps=BIG))
     http = AgentGymSuite(AgentGymOptions(base_url=url, fork="server"))
     replay = AgentGymSuite(AgentGymOptions(base_url=url, fork="replay"))
@@ -99,10 +97,9 @@ def main() -> None:
     finally:
         http.close()
         replay.close()
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
+        srv.stop()
     body = (
-        "`python benchmarks/bench_webshop_http.py` -- WebShop on the generated fixture catalog "
+        "`python -m benchmarks.bench_webshop_http` -- WebShop on the generated fixture catalog "
         f"(36 products), task 0 on its goal's item page; median of {args.reps} calls (in "
         f"process: of {args.reps} batches of 1000 calls), milliseconds unless marked. HTTP = "
         "the AgentGym client against `amc serve-env webshop` on loopback; final_action = the "
