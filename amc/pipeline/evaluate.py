@@ -56,6 +56,8 @@ def method_specs(p: PipelineParams, with_champion: bool) -> list[tuple[str, str,
         out.append(("react", "react", 1))
     for n in e.n_grid:
         for kind in ("bon", "smc", "amc"):
+            if kind == "smc" and e.smc_n_grid is not None and n not in e.smc_n_grid:
+                continue
             if kind in e.methods:
                 spec = {"bon": f"bon@{n}", "smc": f"smc@{n}", "amc": f"smc@{n}+challenger"}[kind]
                 out.append((spec, kind, n))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from amc.config import (
     EnvConfig,
@@ -62,6 +62,8 @@ class EvaluateParams(Frozen):
     """Run seeds; every method runs every seed on the same tasks."""
     zero_shot_value: ValueConfig = ValueConfig(name="none")
     """Value of the plain smc method (none = reward-so-far twist; zero-shot = LLM judge)."""
+    smc_n_grid: tuple[int, ...] | None = None
+    """N values of the plain smc method (None = every N of n_grid; e.g. [15] for zero-shot)."""
     learned_value: str = "learned"
     """Value registry name that loads a model URI (option model_uri) for amc/champion."""
     challenger: str | None = None
@@ -76,6 +78,14 @@ class EvaluateParams(Frozen):
     """Where per-(method, seed) results are written."""
     metrics_file: Path = Path("metrics/eval.json")
     """The evaluation manifest + per-method summary (a DVC metrics file)."""
+
+    @model_validator(mode="after")
+    def _smc_n_in_grid(self) -> EvaluateParams:
+        extra = sorted(set(self.smc_n_grid or ()) - set(self.n_grid))
+        if extra:
+            raise ValueError(f"evaluate.smc_n_grid {extra} not in evaluate.n_grid "
+                             f"{list(self.n_grid)}")
+        return self
 
 
 class PromoteParams(Frozen):

@@ -26,6 +26,7 @@ Registered as prior ``openai``. Example (``params.yaml``)::
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass
@@ -100,6 +101,10 @@ class OpenAIOptions(Frozen):
     """Price override (USD per 1M tokens); default from the package's price table."""
     cache: bool = True
     """Answer repeated (request, seed) pairs from the sqlite response cache."""
+    cache_replays_usage: bool = False
+    """On a cache hit, report the stored call's tokens and dollars (what the call costs without
+    the cache) instead of zero. For experiments whose methods share calls through common random
+    numbers (same run seed): each method's token count stays what it would spend alone."""
     cache_path: str | None = None
     """Cache file; default $AMC_CACHE/responses.sqlite (AMC_CACHE defaults to .cache)."""
     max_history_steps: int = Field(30, ge=1)
@@ -233,7 +238,11 @@ class OpenAIPrior:
             hit = self.cache.get(key)
             if hit is not None:
                 self.ledger.cache_hits += 1
-                return hit[0], Usage(), None  # a replay costs nothing
+                if not self.options.cache_replays_usage:
+                    return hit[0], Usage(), None  # a replay costs nothing
+                usage = dataclasses.replace(hit[1], retries=0)
+                self.ledger.record(task_id, usage)  # per-task budgets see the same spend
+                return hit[0], usage, None
         st = self.loop_state()
         path = "/chat/completions" if endpoint == "chat" else "/completions"
         text_len = sum(len(m["content"]) for m in request.get("messages", [])) + len(

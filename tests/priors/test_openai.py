@@ -126,6 +126,21 @@ async def test_rerun_with_same_seed_is_answered_from_the_cache(tmp_path):
         await second.aclose()
 
 
+async def test_cache_replays_usage_when_asked(tmp_path):
+    with LoopbackServer() as srv:
+        first = prior(srv, cache_path=str(tmp_path / "r.sqlite"))
+        await run_particles(first, n=3, steps=4, seed=5)
+        spent, calls = first.ledger.run, srv.counts["requests"]
+        await first.aclose()
+        replay = prior(srv, cache_path=str(tmp_path / "r.sqlite"), cache_replays_usage=True)
+        await run_particles(replay, n=3, steps=4, seed=5)
+        assert srv.counts["requests"] == calls and replay.ledger.cache_hits == calls
+        # the replayed ledger equals what the calls cost the first time, task by task
+        assert replay.ledger.run.total_tokens == spent.total_tokens > 0
+        assert replay.ledger.run.calls == spent.calls == calls
+        await replay.aclose()
+
+
 async def test_limiter_caps_requests_in_flight():
     with LoopbackServer(delay_s=0.1) as srv:
         p = prior(srv, max_in_flight=3, cache=False)
