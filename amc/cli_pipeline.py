@@ -83,6 +83,10 @@ def results_doc_cmd(
     params: Path = _PARAMS, set_: list[str] = _SET,
     out: Path = typer.Option(Path("docs/results.md"), help="Document to write."),
     title: str = typer.Option("Results", help="Document title."),
+    extra: list[str] = typer.Option(
+        [], "--extra", help="TITLE=PATH: add a configuration run by `amc run` (its "
+        "summary.json) as its own section (repeatable)."),
+    intro: str | None = typer.Option(None, help="Paragraph under the title."),
 ) -> None:
     """Generate docs/results.md (tables, plots, reading) from the report's metrics."""
     from amc.pipeline.results_doc import write_results_doc
@@ -90,5 +94,12 @@ def results_doc_cmd(
     p = _load(params, set_)
     if not Path(p.report.summary_file).is_file():
         raise FileNotFoundError(f"{p.report.summary_file} not found: run `amc report` first")
-    path = write_results_doc(p.report.summary_file, p.report.plots_dir, out, title=title)
+    sections = []
+    for item in extra:
+        sec_title, sep, path = item.rpartition("=")
+        if not sep or not sec_title or not Path(path).is_file():
+            raise ValueError(f"--extra {item!r}: need TITLE=PATH of an existing summary.json")
+        sections.append((sec_title, path))
+    path = write_results_doc(p.report.summary_file, p.report.plots_dir, out, title=title,
+                             extra=sections, intro=intro)
     typer.echo(f"wrote {path}")

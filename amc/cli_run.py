@@ -7,6 +7,7 @@ Configuration comes from (later wins): defaults, ``--config FILE`` (YAML, the se
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import typer
@@ -73,9 +74,11 @@ def run_cmd(
 
         typer.echo(format_estimate(estimate(cfg), cfg))
         return
+    started = time.perf_counter()
     results = asyncio.run(run_methods(cfg, progress=not quiet))
     rows = summarise(results)
     write_json_atomic(Path(cfg.out_dir) / "summary.json",
-                      {"config": cfg.model_dump(mode="json"), "methods": rows})
+                      {"config": cfg.model_dump(mode="json"), "methods": rows,
+                       "wall_s": round(time.perf_counter() - started, 3)})
     typer.echo(format_table(rows))
     typer.echo(f"\nresults: {cfg.out_dir}")

@@ -13,6 +13,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -95,3 +96,24 @@ def write_jsonl_atomic(path: str | Path, records: Iterable[dict[str, Any]]) -> N
     """Replace ``path`` with one JSON line per record, atomically."""
     body = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
     write_bytes_atomic(path, body.encode())
+
+
+SESSIONS = "sessions.jsonl"
+
+
+def record_session(out_dir: str | Path, started: float, status: str) -> None:
+    """Append one invocation's wall time to ``<out_dir>/sessions.jsonl``.
+
+    A resumable stage may be completed over several sittings; the sum of its sessions is the
+    wall time the results took. ``started`` is a ``time.time()`` stamp (seconds).
+    """
+    now = time.time()
+    append_jsonl(Path(out_dir) / SESSIONS, {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "wall_s": round(now - started, 3), "status": status})
+
+
+def sessions_wall(out_dir: str | Path) -> tuple[float, int]:
+    """``(total wall seconds, number of sessions)`` recorded in ``out_dir``."""
+    rows = list(read_jsonl(Path(out_dir) / SESSIONS))
+    return float(sum(r["wall_s"] for r in rows)), len(rows)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,13 @@ from amc.config import RunConfig, ValueConfig
 from amc.pipeline.collect import drop_stale
 from amc.pipeline.params import PipelineParams, model_name
 from amc.registry import ENVIRONMENTS
-from amc.results import read_jsonl, results_path, write_json_atomic
+from amc.results import (
+    read_jsonl,
+    record_session,
+    results_path,
+    sessions_wall,
+    write_json_atomic,
+)
 from amc.runner import METRICS, run_methods, summarise, task_list
 from amc.smc.records import TaskResult
 
@@ -133,15 +140,18 @@ def run_unit(p: PipelineParams, spec: str, seed: int, *, progress: bool = False)
 
 def evaluate(p: PipelineParams, *, progress: bool = True) -> dict[str, Any]:
     """The whole stage: plan, run every unit (resuming), finalize; returns ``eval.json``."""
+    started = time.time()
     mark_running(p)
     pl = plan(p)
     cfg = run_config(p, pl)
     drop_stale(cfg)
     try:
         asyncio.run(run_methods(cfg, progress=progress))
-    except Exception as err:
+    except BaseException as err:  # also Ctrl-C: the sitting's time still counts
+        record_session(p.evaluate.out_dir, started, "failed")
         finalize(p, error=f"{type(err).__name__}: {err}")
         raise
+    record_session(p.evaluate.out_dir, started, "finished")
     return finalize(p)
 
 
@@ -181,6 +191,7 @@ def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
         if bad:
             problems.append(f"{key}: non-finite metrics on tasks {bad[:5]}")
     status = "failed" if error else ("incomplete" if problems else "complete")
+    wall, sessions = sessions_wall(p.evaluate.out_dir)
     rows = {r["method"]: r for r in summarise(results) if r["runs"]}
     roles = {m["spec"]: m for m in pl["methods"]}
     methods = {s: {"role": roles[s]["role"], "n": roles[s]["n"], **{
@@ -188,9 +199,19 @@ def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
     out = {"status": status, "error": error, "problems": problems[:20], "env": p.env.name,
            "prior": p.prior.name, "split": p.evaluate.split, "n_tasks": len(pl["tasks"]),
            "seeds": pl["seeds"], "n_grid": pl["n_grid"], "models": pl["models"],
+           "wall_s": wall, "sessions": sessions, "config": resolved_config(p),
            "methods": methods}
     write_json_atomic(p.evaluate.metrics_file, out)
     return out
+
+
+def resolved_config(p: PipelineParams) -> dict[str, Any]:
+    """What the evaluation ran (env, prior, smc, evaluate), for the report and results doc.
+
+    Only the pipeline's typed sections: API keys never live there (they come from the
+    environment), so nothing secret can reach the metrics files.
+    """
+    return {k: getattr(p, k).model_dump(mode="json") for k in ("env", "prior", "smc", "evaluate")}
 
 
 def metric_key(spec: str, metric: str) -> str:

@@ -220,7 +220,9 @@ def summary(ev: dict[str, Any], promotion: dict[str, Any] | None,
     keep = ("role", "n", "tasks", "runs", "oracle_best", "oracle_best_se", "selected_reward",
             "selected_reward_se", "weighted_mean_reward", "weighted_mean_reward_se", "success",
             "success_se", "tokens_per_task", "cost_per_task")
-    return {"env": ev["env"], "eval_status": ev["status"],
+    return {"env": ev["env"], "eval_status": ev["status"], "n_tasks": ev.get("n_tasks"),
+            "seeds": ev.get("seeds"), "wall_s": ev.get("wall_s"), "sessions": ev.get("sessions"),
+            "config": ev.get("config"),
             "methods": {s: {k: m.get(k) for k in keep} for s, m in ev["methods"].items()},
             "calibration": calib,
             "promotion": None if promotion is None else {

@@ -8,6 +8,9 @@ versus Best-of-N on each metric, called a win or a loss only when the difference
 combined standard errors; the learned value versus the zero-shot one; AMC at N versus
 Best-of-N at the largest N; and an explicit statement when the prior produced no success at
 all (then there is nothing for resampling to amplify).
+
+Further configurations (for example the benchmark-faithful one, run with ``amc run``) are
+added as extra sections from their ``summary.json``, each with its own table and reading.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import json
 import math
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +84,63 @@ def reading(methods: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def _hours(seconds: float | None) -> str:
+    if seconds is None:
+        return "not recorded"
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def describe_config(cfg: Mapping[str, Any] | None) -> list[str]:
+    """Bullet lines for the settings a reader needs (env, prior, horizon, tasks, values)."""
+    if not cfg:
+        return []
+    env, prior, smc = cfg.get("env") or {}, cfg.get("prior") or {}, cfg.get("smc") or {}
+    po = prior.get("options") or {}
+    model = po.get("model") or {"embedded": "gemma-3-270m"}.get(prior.get("name"), "default")
+    lines = [
+        f"environment `{env.get('name')}` with options `{json.dumps(env.get('options') or {})}`",
+        f"prior `{prior.get('name')}` (model `{model}`, prompt `{po.get('prompt', 'default')}`)",
+        f"at most {smc.get('max_steps')} steps per particle; resampling "
+        f"`{smc.get('resample')}` at steps {smc.get('resample_steps')} with "
+        f"`{smc.get('resampler')}`; β = {smc.get('beta')}",
+    ]
+    ev = cfg.get("evaluate")
+    if ev:
+        zs = (ev.get("zero_shot_value") or {}).get("name")
+        lines.append(f"split `{ev.get('split')}`, first {ev.get('max_tasks') or 'all'} tasks, "
+                     f"seeds {ev.get('seeds')}, N ∈ {ev.get('n_grid')}; plain smc value "
+                     f"`{zs}` at N ∈ {ev.get('smc_n_grid') or ev.get('n_grid')}")
+    else:
+        tasks = cfg.get("task_ids") or f"first {cfg.get('max_tasks') or 'all'}"
+        lines.append(f"split `{cfg.get('split')}`, tasks {tasks}, seeds {cfg.get('seeds')}, "
+                     f"methods {cfg.get('methods')}")
+    return lines
+
+
+def _extra_section(title: str, path: Path) -> list[str]:
+    """A configuration run by ``amc run``: its settings, table and reading."""
+    s = json.loads(path.read_text())
+    methods: dict[str, dict[str, Any]] = {}
+    for row in s["methods"]:
+        name = row["method"]
+        kind, _, n = name.split("+")[0].partition("@")
+        role = "react" if kind == "react" else "bon" if kind == "bon" else (
+            "amc" if "+" in name and "zero-shot" not in name else "smc")
+        methods[name] = {"role": role, "n": int(n or 1), **row}
+    return [f"\n## {title}\n", f"_From `{path}`; wall time {_hours(s.get('wall_s'))}._\n",
+            *(f"- {x}" for x in describe_config(s.get("config"))), "", _table(methods),
+            "", *(f"- {x}" for x in reading(methods))]
+
+
 def write_results_doc(summary_file: str | Path, plots_dir: str | Path, out: str | Path,
-                      *, title: str = "Results", command: str = "amc results-doc") -> Path:
-    """Write the results document (and copy the plots beside it); returns its path."""
+                      *, title: str = "Results", command: str = "amc results-doc",
+                      extra: Sequence[tuple[str, str | Path]] = (),
+                      intro: str | None = None) -> Path:
+    """Write the results document (and copy the plots beside it); returns its path.
+
+    ``extra`` adds ``(title, summary.json of amc run)`` sections; ``intro`` is a paragraph
+    placed under the title (e.g. why this configuration was chosen).
+    """
     s = json.loads(Path(summary_file).read_text())
     out = Path(out)
     assets = out.parent / (out.stem + "-plots")
@@ -102,6 +159,10 @@ def write_results_doc(summary_file: str | Path, plots_dir: str | Path, out: str 
         "*Reward-free* selects the trajectory with the largest final weight; *oracle* is the "
         "paper's best-of-pool by true reward; both are computed over the same pool for every "
         "method.\n",
+        *([intro, ""] if intro else []),
+        *(f"- {x}" for x in describe_config(s.get("config"))),
+        f"- evaluation wall time: {_hours(s.get('wall_s'))} over {s.get('sessions') or '?'} "
+        "session(s)\n" if s.get("wall_s") is not None else "",
         _table(s["methods"]), "\n## Reading\n",
         *(f"- {x}" for x in reading(s["methods"])),
     ]
@@ -115,5 +176,7 @@ def write_results_doc(summary_file: str | Path, plots_dir: str | Path, out: str 
     if pngs:
         parts.append("\n## Plots\n")
         parts += [f"![{p.stem}]({assets.name}/{p.name})" for p in pngs]
+    for sec_title, path in extra:
+        parts += _extra_section(sec_title, Path(path))
     out.write_text("\n".join(parts) + "\n")
     return out

@@ -44,3 +44,42 @@ def test_document_has_tables_plots_and_provenance(tmp_path):
     assert (tmp_path / "docs" / "results-plots" / "success_vs_n.png").exists()
     assert "Pearson 0.410" in doc and "promoted (no champion yet)" in doc
     assert "do not edit by hand" in doc
+
+
+def test_extra_configuration_from_amc_run_and_cli_errors(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from amc.cli import app
+
+    cli = CliRunner()
+    run_dir = tmp_path / "faithful"
+    r = cli.invoke(app, ["run", "--env", "synthetic", "--value", "exact", "-m",
+                         "react,bon@4,smc@4", "--steps", "3", "--max-tasks", "4", "--quiet",
+                         "--out", str(run_dir)])
+    assert r.exit_code == 0, r.output
+    assert json.loads((run_dir / "summary.json").read_text())["wall_s"] > 0
+    summary = {"env": "synthetic", "eval_status": "complete", "wall_s": 5400.0, "sessions": 2,
+               "config": {"env": {"name": "synthetic", "options": {}},
+                          "prior": {"name": "synthetic", "options": {}},
+                          "smc": {"max_steps": 3, "resample": "fixed", "resample_steps": [1],
+                                  "resampler": "multinomial", "beta": 1.0},
+                          "evaluate": {"split": "test", "max_tasks": 4, "seeds": [0, 1],
+                                       "n_grid": [4], "smc_n_grid": None,
+                                       "zero_shot_value": {"name": "none"}}},
+               "methods": {"bon@4": _m("bon", 4, 0.4, 0.1), "smc@4+c": _m("amc", 4, 0.5, 0.1)}}
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text("{}\n")  # every section at its defaults
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "summary.json").write_text(json.dumps(summary))
+    out = tmp_path / "docs" / "results.md"
+    r = cli.invoke(app, ["results-doc", "--out", str(out), "--intro", "Why this profile.",
+                         "--extra", "Second row=faithful/summary.json"])
+    assert r.exit_code == 0, r.output
+    doc = out.read_text()
+    assert "Why this profile." in doc and "evaluation wall time: 1.50 h over 2 session(s)" in doc
+    assert "seeds [0, 1], N ∈ [4]" in doc
+    second = doc.split("## Second row")[1]
+    assert "| `bon@4` | bon | 4 | 4 |" in second and "| `react` | react | 1 | 4 |" in second
+    assert "`smc@4` − " not in second  # smc@4 here is the exact-value smc, not AMC
+    bad = cli.invoke(app, ["results-doc", "--out", str(out), "--extra", "no-path-here"])
+    assert bad.exit_code != 0 and "TITLE=PATH" in bad.output
