@@ -4,7 +4,15 @@ import json
 
 import pytest
 
-from amc.results import append_jsonl, read_jsonl, repair_tail, results_path, write_json_atomic
+from amc.results import (
+    append_jsonl,
+    read_jsonl,
+    record_session,
+    repair_tail,
+    results_path,
+    sessions_wall,
+    write_json_atomic,
+)
 
 
 def test_append_read_and_torn_tail(tmp_path):
@@ -32,3 +40,12 @@ def test_atomic_json_and_paths(tmp_path):
     assert not list((tmp_path / "x").glob(".*tmp"))
     assert results_path(tmp_path, "smc@8+learned", 2).name == "smc@8+learned__seed2.jsonl"
     assert results_path(tmp_path, "a/b c", 0).name == "a_b_c__seed0.jsonl"
+
+
+def test_sessions_add_up_across_sittings(tmp_path):
+    assert sessions_wall(tmp_path) == (0.0, 0)
+    t = __import__("time").time()
+    record_session(tmp_path, t - 60.0, "failed")  # an interrupted sitting still counts
+    record_session(tmp_path, t - 30.0, "finished")
+    wall, n = sessions_wall(tmp_path)
+    assert n == 2 and 90.0 <= wall < 95.0

@@ -86,11 +86,14 @@ def test_repro_produces_every_output(project: Project) -> None:
         assert (r / path).exists(), path
     ev = json.loads((r / "metrics/eval.json").read_text())
     assert ev["status"] == "complete"
+    assert ev["wall_s"] > 0 and ev["sessions"] == 1  # the stage ran once, in one sitting
+    assert ev["config"]["evaluate"]["n_grid"] == [2, 4] and ev["config"]["env"]["name"]
     assert {"react", "bon@4", "smc@4", "smc@4+challenger"} <= set(ev["methods"])
     pr = json.loads((r / "metrics/promotion.json").read_text())
     assert pr["promote"] and pr["reason"] == "no champion yet"
     summary = json.loads((r / "metrics/summary.json").read_text())
     assert summary["methods"]["bon@4"]["success_se"] is not None
+    assert summary["wall_s"] == ev["wall_s"] and summary["config"] == ev["config"]
     assert summary["calibration"]["value"] == "learned" and summary["calibration"]["states"]
 
 
