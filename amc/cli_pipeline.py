@@ -92,14 +92,18 @@ def results_doc_cmd(
     from amc.pipeline.results_doc import write_results_doc
 
     p = _load(params, set_)
-    if not Path(p.report.summary_file).is_file():
-        raise FileNotFoundError(f"{p.report.summary_file} not found: run `amc report` first")
+    summary: Path | None = Path(p.report.summary_file)
+    if not summary.is_file():
+        if not extra:
+            raise FileNotFoundError(f"{summary} not found: run `amc report` first (or give "
+                                    "--extra TITLE=PATH for runs of `amc run`)")
+        summary = None
     sections = []
     for item in extra:
         sec_title, sep, path = item.rpartition("=")
         if not sep or not sec_title or not Path(path).is_file():
             raise ValueError(f"--extra {item!r}: need TITLE=PATH of an existing summary.json")
         sections.append((sec_title, path))
-    path = write_results_doc(p.report.summary_file, p.report.plots_dir, out, title=title,
+    path = write_results_doc(summary, p.report.plots_dir, out, title=title,
                              extra=sections, intro=intro)
     typer.echo(f"wrote {path}")

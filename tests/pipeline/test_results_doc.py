@@ -81,5 +81,11 @@ def test_extra_configuration_from_amc_run_and_cli_errors(tmp_path, monkeypatch):
     second = doc.split("## Second row")[1]
     assert "| `bon@4` | bon | 4 | 4 |" in second and "| `react` | react | 1 | 4 |" in second
     assert "`smc@4` − " not in second  # smc@4 here is the exact-value smc, not AMC
+    (tmp_path / "metrics" / "summary.json").unlink()  # a paper run alone, no pipeline
+    r = cli.invoke(app, ["results-doc", "--out", str(out), "--title", "Paper table",
+                         "--extra", "Table 3=faithful/summary.json"])
+    assert r.exit_code == 0, r.output
+    doc = out.read_text()
+    assert doc.startswith("# Paper table") and "## Table 3" in doc and "Environment:" not in doc
     bad = cli.invoke(app, ["results-doc", "--out", str(out), "--extra", "no-path-here"])
     assert bad.exit_code != 0 and "TITLE=PATH" in bad.output
