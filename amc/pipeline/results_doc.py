@@ -6,8 +6,9 @@ value calibration, the promotion decision), copies the report's plots next to th
 writes tables plus a *reading* computed from the numbers: for every N where both exist, AMC
 versus Best-of-N on each metric, called a win or a loss only when the difference exceeds two
 combined standard errors; the learned value versus the zero-shot one; AMC at N versus
-Best-of-N at the largest N; and an explicit statement when the prior produced no success at
-all (then there is nothing for resampling to amplify).
+Best-of-N at the largest N; an explicit statement when the prior produced no success at all
+(then there is nothing for resampling to amplify) and when Best-of-N is already at the ceiling
+(then there is nothing left to gain).
 
 Further configurations (for example the benchmark-faithful one, run with ``amc run``) are
 added as extra sections from their ``summary.json``, each with its own table and reading.
@@ -26,6 +27,7 @@ from typing import Any
 METRICS = (("selected_reward", "reward-free (max weight)"), ("oracle_best", "oracle best-of-pool"),
            ("weighted_mean_reward", "weighted mean"), ("success", "success (oracle)"))
 ROLE_ORDER = ("react", "bon", "smc", "amc", "champion")
+CEILING = 0.9  # Best-of-N success from which no method can show a clear gain
 
 
 def _pm(m: Mapping[str, Any], k: str) -> str:
@@ -74,6 +76,13 @@ def reading(methods: Mapping[str, Mapping[str, Any]]) -> list[str]:
             lines.append(f"N = {n}, learned vs other value (`{zname}`), reward-free: "
                          f"{d:+.3f} → {verdict}.")
     bons = sorted(n for r, n in by if r == "bon")
+    ceiling = [n for n in bons if by[("bon", n)][1]["success"] >= CEILING]
+    if ceiling:
+        n = ceiling[0]
+        lines.append(f"Ceiling: Best-of-{n} already succeeds on "
+                     f"{by[('bon', n)][1]['success']:.0%} of runs, so at N ≥ {n} AMC can at "
+                     "most match it on these tasks; separating the methods there needs harder "
+                     "tasks or a shorter step budget.")
     if bons:
         big = by[("bon", bons[-1])][1]
         for (role, n), (name, m) in sorted(by.items(), key=lambda kv: kv[0][1]):

@@ -24,6 +24,10 @@ def test_reading_calls_wins_only_beyond_two_standard_errors():
     assert "learned vs other value (`smc@8+zs`), reward-free: +0.020 → not separable" in text
     assert "Scaling: `smc@8+learned` vs Best-of-15, oracle: +0.070 → better" in text
     assert "No method solved" not in text
+    assert "Ceiling" not in text
+    easy = {**methods, "bon@15": {**methods["bon@15"], "success": 0.95}}
+    assert any(x.startswith("Ceiling: Best-of-15 already succeeds on 95% of runs")
+               for x in reading(easy))
     dead = {k: {**v, "success": 0.0} for k, v in methods.items()}
     assert reading(dead)[0].startswith("No method solved any task")
 
