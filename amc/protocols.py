@@ -95,7 +95,11 @@ class Prior(Protocol):
 
 @runtime_checkable
 class ValueFunction(Protocol):
-    """f(s): predicted future reward after each state, for many particle states at once."""
+    """f(s): predicted future reward after each state, for many particle states at once.
+
+    A value that makes paid calls (an LLM judge) may also offer ``async score_with_usage(
+    histories) -> (values, Usage)``; the driver then bills those calls to the task.
+    """
 
     async def score(self, histories: Sequence[History]) -> list[float]:
         """One value per history, in order."""

@@ -54,6 +54,18 @@ def task_seed(seed: int, task_id: str) -> list[int]:
     return [int(seed), digest]
 
 
+async def score_states(value: ValueFunction, histories: list[History]
+                       ) -> tuple[list[float], Usage]:
+    """Values of live particles and what they cost: LLM values report their calls' usage
+    (``score_with_usage``), so a task's tokens include its value calls, as in the paper."""
+    if not histories:
+        return [], Usage()
+    with_usage = getattr(value, "score_with_usage", None)
+    if with_usage is not None:
+        return await with_usage(histories)
+    return await value.score(histories), Usage()
+
+
 def step_rng(entropy: list[int], *key: int) -> np.random.Generator:
     """An independent generator for one (purpose, step, slot) of a task."""
     return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=key))
@@ -157,7 +169,8 @@ async def run_task(
             resampled, ancestors, degenerate = False, None, False
             if sched.evaluates_value(t):
                 live = [i for i, p in enumerate(parts) if not p.finished]
-                f = await value.score([parts[i].history for i in live]) if live else []
+                f, v_usage = await score_states(value, [parts[i].history for i in live])
+                usage = usage + v_usage
                 inc = np.zeros(n)
                 for i, fi in zip(live, f, strict=True):
                     p, values[i] = parts[i], float(fi)

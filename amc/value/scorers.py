@@ -243,7 +243,7 @@ class _LLMValue:
     def parse(self, text: str) -> float | None:
         raise NotImplementedError
 
-    async def _one(self, history: History) -> float:
+    async def _one(self, history: History) -> tuple[float, Usage]:
         async with self._sem:
             try:
                 text, usage = await self.client.complete(self.prompt(history))
@@ -251,16 +251,22 @@ class _LLMValue:
                 self.call_errors += 1
                 warnings.warn(f"value LLM call failed ({type(err).__name__}: {err}); "
                               f"using fallback {self.fallback}", stacklevel=2)
-                return self.fallback
+                return self.fallback, Usage()
         self.usage = self.usage + usage
         value = self.parse(text)
         if value is None:
             self.parse_failures += 1
-            return self.fallback
-        return value
+            return self.fallback, usage
+        return value, usage
+
+    async def score_with_usage(self, histories: Sequence[History]
+                               ) -> tuple[list[float], Usage]:
+        """Values and the tokens/dollars their calls cost (the driver bills them to the task)."""
+        pairs = await asyncio.gather(*(self._one(h) for h in histories))
+        return [v for v, _ in pairs], sum((u for _, u in pairs), Usage())
 
     async def score(self, histories: Sequence[History]) -> list[float]:
-        return list(await asyncio.gather(*(self._one(h) for h in histories)))
+        return (await self.score_with_usage(histories))[0]
 
     async def aclose(self) -> None:
         pass  # the client belongs to the prior, which the driver closes

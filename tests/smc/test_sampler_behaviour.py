@@ -196,6 +196,35 @@ def test_failed_prior_retires_the_particle_and_the_task_continues(synth):
     assert np.isfinite(res.metrics["weighted_mean_reward"])
 
 
+def test_value_calls_are_billed_to_the_task(synth):
+    class PaidValue:  # an LLM judge: every scored state costs one call
+        def __init__(self):
+            self.scored = 0
+
+        async def score_with_usage(self, hs):
+            self.scored += len(hs)
+            return await synth["exact"].score(hs), Usage(prompt_tokens=100 * len(hs),
+                                                         calls=len(hs))
+
+        async def score(self, hs):
+            return (await self.score_with_usage(hs))[0]
+
+        async def aclose(self):
+            pass
+
+    smc = SMCConfig(n_particles=8, max_steps=3, beta=BETA, resample="fixed",
+                    resample_steps=(1, 2))
+    runs = {}
+    for name, value in (("free", synth["exact"]), ("paid", PaidValue())):
+        runs[name] = asyncio.run(run_task(suite=synth["suite"], prior=synth["prior"],
+                                          value=value, task_id=TASK, smc=smc, seed=2))
+    paid, free = runs["paid"], runs["free"]
+    extra = value.scored
+    assert extra > 0 and _comparable(paid)["metrics"] == _comparable(free)["metrics"]
+    assert paid.usage.calls == free.usage.calls + extra
+    assert paid.usage.prompt_tokens == free.usage.prompt_tokens + 100 * extra
+
+
 def test_all_zero_weights_are_recorded_never_nan(synth):
     class Hopeless:
         async def score(self, hs):

@@ -129,6 +129,17 @@ async def test_zero_shot_value_prompts_parses_and_falls_back() -> None:
     assert p.rstrip().endswith("Score:")
 
 
+async def test_llm_value_reports_the_usage_of_each_batch() -> None:
+    llm = ScriptedLLM(["0.5", "0.25", RuntimeError("HTTP 503")])
+    value = VALUES.build("zero-shot", {}, env_name="textcraft", prior=llm)
+    hs = [History(str(i), OBS0, (Step("r", "inventory", "x", 0.0, False),)) for i in range(3)]
+    with pytest.warns(UserWarning, match="HTTP 503"):
+        vals, usage = await value.score_with_usage(hs)
+    assert vals == [0.5, 0.25, 0.5]  # a failed call costs nothing and falls back
+    assert usage.calls == 2 and usage.cost_usd == pytest.approx(0.002)
+    assert usage.prompt_tokens == sum(len(q) // 4 for q in llm.prompts[:2])
+
+
 async def test_foa_value_prompt_and_score() -> None:
     llm = ScriptedLLM(["Progress is steady. Thus the correctness score is 7"])
     value = VALUES.build("foa", {"fallback": 0.1}, env_name="textcraft", prior=llm)
