@@ -44,8 +44,10 @@ def test_document_has_tables_plots_and_provenance(tmp_path):
     out = write_results_doc(tmp_path / "metrics.json", plots, tmp_path / "docs" / "results.md")
     doc = out.read_text()
     assert "| `smc@4+c` | amc | 4 |" in doc and "0.500 ± 0.100" in doc
-    assert "![success_vs_n](results-plots/success_vs_n.png)" in doc
-    assert (tmp_path / "docs" / "results-plots" / "success_vs_n.png").exists()
+    assert "![success_vs_n](results-assets/success_vs_n.png)" in doc
+    assert (tmp_path / "docs" / "results-assets" / "success_vs_n.png").exists()
+    copied = json.loads((tmp_path / "docs" / "results-assets" / "summary.json").read_text())
+    assert copied == summary  # the numbers travel with the document
     assert "Pearson 0.410" in doc and "promoted (no champion yet)" in doc
     assert "do not edit by hand" in doc
 
@@ -91,5 +93,6 @@ def test_extra_configuration_from_amc_run_and_cli_errors(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     doc = out.read_text()
     assert doc.startswith("# Paper table") and "## Table 3" in doc and "Environment:" not in doc
+    assert (out.parent / "results-assets" / "table-3.json").is_file()
     bad = cli.invoke(app, ["results-doc", "--out", str(out), "--extra", "no-path-here"])
     assert bad.exit_code != 0 and "TITLE=PATH" in bad.output
