@@ -8,8 +8,8 @@ numbers: for every N where both exist, AMC
 versus Best-of-N on each metric, called a win or a loss only when the difference exceeds two
 combined standard errors; the learned value versus the zero-shot one; AMC at N versus
 Best-of-N at the largest N; an explicit statement when the prior produced no success at all
-(then there is nothing for resampling to amplify) and when Best-of-N is already at the ceiling
-(then there is nothing left to gain).
+(then there is nothing for resampling to amplify), and when Best-of-N is already at the
+ceiling or does not improve with N (then there is nothing left to gain).
 
 Further configurations (for example the benchmark-faithful one, run with ``amc run``) are
 added as extra sections from their ``summary.json``, each with its own table and reading.
@@ -85,6 +85,15 @@ def reading(methods: Mapping[str, Mapping[str, Any]]) -> list[str]:
                      f"{by[('bon', n)][1]['success']:.0%} of runs, so at N ≥ {n} AMC can at "
                      "most match it on these tasks; separating the methods there needs harder "
                      "tasks or a shorter step budget.")
+    elif len(bons) > 1:
+        lo, hi = by[("bon", bons[0])][1], by[("bon", bons[-1])][1]
+        if hi["oracle_best"] - lo["oracle_best"] <= 1e-9:
+            lines.append(f"Saturation: Best-of-N's oracle reward is {lo['oracle_best']:.3f} at "
+                         f"N = {bons[0]} and {hi['oracle_best']:.3f} at N = {bons[-1]}: more "
+                         "samples find no new success, so the tasks are all-or-nothing for this "
+                         "prior (solved by a few samples, or out of reach) and resampling has "
+                         "nothing to add; separating the methods needs a tighter step budget or "
+                         "a task mix between these extremes.")
     if bons:
         big = by[("bon", bons[-1])][1]
         for (role, n), (name, m) in sorted(by.items(), key=lambda kv: kv[0][1]):

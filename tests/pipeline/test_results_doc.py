@@ -28,6 +28,10 @@ def test_reading_calls_wins_only_beyond_two_standard_errors():
     easy = {**methods, "bon@15": {**methods["bon@15"], "success": 0.95}}
     assert any(x.startswith("Ceiling: Best-of-15 already succeeds on 95% of runs")
                for x in reading(easy))
+    flat = {**methods, "bon@8": {**methods["bon@8"], "oracle_best": 0.55}}
+    assert any(x.startswith("Saturation: Best-of-N's oracle reward is 0.550 at N = 8 and "
+                            "0.550 at N = 15") for x in reading(flat))
+    assert not any(x.startswith("Saturation") for x in reading(methods))
     dead = {k: {**v, "success": 0.0} for k, v in methods.items()}
     assert reading(dead)[0].startswith("No method solved any task")
 
