@@ -85,7 +85,7 @@ def reading(methods: Mapping[str, Mapping[str, Any]]) -> list[str]:
                      f"{by[('bon', n)][1]['success']:.0%} of runs, so at N ≥ {n} AMC can at "
                      "most match it on these tasks; separating the methods there needs harder "
                      "tasks or a shorter step budget.")
-    elif len(bons) > 1:
+    elif len(bons) > 1 and not all(m["success"] == 0 for m in methods.values()):
         lo, hi = by[("bon", bons[0])][1], by[("bon", bons[-1])][1]
         if hi["oracle_best"] - lo["oracle_best"] <= 1e-9:
             lines.append(f"Saturation: Best-of-N's oracle reward is {lo['oracle_best']:.3f} at "
@@ -110,13 +110,35 @@ def _hours(seconds: float | None) -> str:
     return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
 
 
+def _resolved_options(prior: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The prior's options with its registered defaults filled in (model, prompt style)."""
+    from amc.registry import PRIORS, load_builtin_components
+
+    try:
+        load_builtin_components()
+        model = PRIORS.validate(prior or "", options)
+    except (KeyError, ValueError, ImportError):
+        return dict(options)
+    return model.model_dump(mode="json") if model is not None else dict(options)
+
+
+def _role(name: str, cfg: Mapping[str, Any]) -> str:
+    """react / bon / amc (a learned value) / smc (any other value) for an ``amc run`` spec."""
+    kind, _, rest = name.partition("@")
+    if kind in ("react", "bon"):
+        return kind
+    _, plus, value_key = rest.partition("+")
+    value = (cfg.get("values") or {}).get(value_key) if plus else cfg.get("value")
+    return "amc" if (value or {}).get("name") == "learned" else "smc"
+
+
 def describe_config(cfg: Mapping[str, Any] | None) -> list[str]:
     """Bullet lines for the settings a reader needs (env, prior, horizon, tasks, values)."""
     if not cfg:
         return []
     env, prior, smc = cfg.get("env") or {}, cfg.get("prior") or {}, cfg.get("smc") or {}
-    po = prior.get("options") or {}
-    model = po.get("model") or {"embedded": "gemma-3-270m"}.get(prior.get("name"), "default")
+    po = _resolved_options(prior.get("name"), prior.get("options") or {})
+    model = po.get("model") or "default"
     lines = [
         f"environment `{env.get('name')}` with options `{json.dumps(env.get('options') or {})}`",
         f"prior `{prior.get('name')}` (model `{model}`, prompt `{po.get('prompt', 'default')}`)",
@@ -143,10 +165,8 @@ def _extra_section(title: str, path: Path) -> list[str]:
     methods: dict[str, dict[str, Any]] = {}
     for row in s["methods"]:
         name = row["method"]
-        kind, _, n = name.split("+")[0].partition("@")
-        role = "react" if kind == "react" else "bon" if kind == "bon" else (
-            "amc" if "+" in name and "zero-shot" not in name else "smc")
-        methods[name] = {"role": role, "n": int(n or 1), **row}
+        n = name.split("+")[0].partition("@")[2]
+        methods[name] = {"role": _role(name, s.get("config") or {}), "n": int(n or 1), **row}
     return [f"\n## {title}\n", f"_From `{path}`; wall time {_hours(s.get('wall_s'))}._\n",
             *(f"- {x}" for x in describe_config(s.get("config"))), "", _table(methods),
             "", *(f"- {x}" for x in reading(methods))]

@@ -100,3 +100,16 @@ def test_extra_configuration_from_amc_run_and_cli_errors(tmp_path, monkeypatch):
     assert (out.parent / "results-assets" / "table-3.json").is_file()
     bad = cli.invoke(app, ["results-doc", "--out", str(out), "--extra", "no-path-here"])
     assert bad.exit_code != 0 and "TITLE=PATH" in bad.output
+
+
+def test_roles_of_amc_run_specs_follow_the_configured_values():
+    from amc.pipeline.results_doc import _role, describe_config
+
+    cfg = {"value": {"name": "learned", "options": {"model": "models:/v@champion"}},
+           "values": {"zs": {"name": "zero-shot"}, "mine": {"name": "learned"}}}
+    assert [_role(s, cfg) for s in ("react", "bon@8", "smc@8", "smc@8+zs", "smc@8+mine")] == [
+        "react", "bon", "amc", "smc", "amc"]
+    assert _role("smc@4", {"value": {"name": "zero-shot"}}) == "smc"
+    lines = describe_config({"prior": {"name": "embedded", "options": {"cache": True}},
+                             "env": {"name": "textcraft"}, "smc": {}})
+    assert "model `gemma-3-270m`, prompt `menu`" in lines[1]  # registered defaults filled in
