@@ -74,7 +74,10 @@ def success_vs_n(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
                         r[role] = pts[0][1]
                 continue
             ns, ys, es = zip(*pts, strict=True)
-            ax.errorbar(ns, ys, yerr=es, marker="o", capsize=3, label=LABELS[role])
+            # Dodge each role a little along the (log) N axis: equal results stay visible.
+            dodge = 1.0 + 0.035 * (ROLES.index(role) - 2)
+            ax.errorbar([n * dodge for n in ns], ys, yerr=es, marker="o", capsize=3,
+                        label=LABELS[role])
             if metric == "success":
                 for r in rows:
                     r[role] = dict(zip(ns, ys, strict=True)).get(r["n"])
@@ -91,17 +94,22 @@ def success_vs_n(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
 def cost_quality(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
     """Selected reward vs tokens and dollars per task, one point per method spec."""
     plt = _figure()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     rows = [{"method": s, "tokens": m["tokens_per_task"], "cost_usd": m["cost_per_task"],
              "reward": m["selected_reward"], "oracle": m["oracle_best"]}
             for s, m in ev["methods"].items()]
-    for ax, key, label in ((axes[0], "tokens", "tokens per task"),
-                           (axes[1], "cost_usd", "dollars per task")):
-        for r in rows:
-            ax.scatter(r[key], r["reward"])
-            ax.annotate(r["method"], (r[key], r["reward"]), fontsize=7)
-        ax.set(xlabel=label, ylabel="selected reward")
-    fig.suptitle("cost vs quality")
+    # A local model costs $0: then the dollar panel would be a single vertical line.
+    panels = [("tokens", "tokens per task")] + (
+        [("cost_usd", "dollars per task")] if any(r["cost_usd"] for r in rows) else [])
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels) + 2.5, 4),
+                             squeeze=False)
+    markers = "osD^vP*Xh<>p"
+    for ax, (key, label) in zip(axes[0], panels, strict=True):
+        for i, r in enumerate(rows):  # a legend, not labels on the points: points coincide
+            ax.scatter(r[key], r["reward"], marker=markers[i % len(markers)], s=45,
+                       alpha=0.8, label=r["method"])
+        ax.set(xlabel=label, ylabel="selected reward (reward-free)")
+    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.suptitle("cost vs quality" + ("" if len(panels) > 1 else " (local model: $0)"))
     _save(fig, out / "cost_quality.png")
     write_json_atomic(out / "cost_quality.json", rows)
     return rows
