@@ -222,8 +222,44 @@ def calibration(p: PipelineParams, ev: dict[str, Any], results: dict[str, list[T
     return stats
 
 
+def paired_mean_se(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Mean of ``a - b`` and its standard error, pairing element by element.
+
+    Methods run on the same (task, seed) share their random numbers, so most of the task-to-
+    task variance cancels in the difference: this s.e. is the one that can separate methods.
+    """
+    d = np.asarray(a, float) - np.asarray(b, float)
+    if d.size == 0:
+        return math.nan, math.nan
+    se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else math.nan
+    return float(d.mean()), se
+
+
+def paired_differences(ev: dict[str, Any], results: dict[str, list[TaskResult]]
+                       ) -> dict[str, dict[str, Any]]:
+    """Every SMC-type method minus Best-of-N at the same N, paired by (task, seed)."""
+    by_spec: dict[str, dict[tuple[str, int], dict[str, float]]] = {}
+    for key, rs in results.items():
+        for r in rs:
+            by_spec.setdefault(key.rsplit("#", 1)[0], {})[(r.task_id, r.seed)] = r.metrics
+    bon = {m["n"]: s for s, m in ev["methods"].items() if m["role"] == "bon"}
+    out: dict[str, dict[str, Any]] = {}
+    for spec, m in ev["methods"].items():
+        base = bon.get(m["n"])
+        if m["role"] in ("react", "bon") or base is None:
+            continue
+        keys = sorted(set(by_spec.get(spec, {})) & set(by_spec.get(base, {})))
+        row: dict[str, Any] = {"method": spec, "baseline": base, "runs": len(keys)}
+        for k in ("selected_reward", "oracle_best", "success"):
+            mean, se = paired_mean_se(np.array([by_spec[spec][x][k] for x in keys]),
+                                      np.array([by_spec[base][x][k] for x in keys]))
+            row[k], row[k + "_se"] = mean, None if math.isnan(se) else se
+        out[spec] = row
+    return out
+
+
 def summary(ev: dict[str, Any], promotion: dict[str, Any] | None,
-            calib: dict[str, Any]) -> dict[str, Any]:
+            calib: dict[str, Any], paired: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per-method means and standard errors + calibration + the promotion decision."""
     keep = ("role", "n", "tasks", "runs", "oracle_best", "oracle_best_se", "selected_reward",
             "selected_reward_se", "weighted_mean_reward", "weighted_mean_reward_se", "success",
@@ -232,7 +268,7 @@ def summary(ev: dict[str, Any], promotion: dict[str, Any] | None,
             "seeds": ev.get("seeds"), "wall_s": ev.get("wall_s"), "sessions": ev.get("sessions"),
             "config": ev.get("config"),
             "methods": {s: {k: m.get(k) for k in keep} for s, m in ev["methods"].items()},
-            "calibration": calib,
+            "calibration": calib, "paired": paired or {},
             "promotion": None if promotion is None else {
                 k: promotion.get(k) for k in ("promote", "reason", "challenger_version",
                                               "champion_after", "delta", "se")}}
@@ -252,6 +288,7 @@ def report(p: PipelineParams, *, calibrate: bool = True) -> dict[str, Any]:
     genealogy(pick_smc_task(ev, results), out)
     calib = calibration(p, ev, results, out) if calibrate else {}
     pf = p.promote.out_file
-    s = summary(ev, json.loads(pf.read_text()) if pf.is_file() else None, calib)
+    s = summary(ev, json.loads(pf.read_text()) if pf.is_file() else None, calib,
+                paired_differences(ev, results))
     write_json_atomic(p.report.summary_file, s)
     return s

@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from amc.results import write_json_atomic
+
 METRICS = (("selected_reward", "reward-free (max weight)"), ("oracle_best", "oracle best-of-pool"),
            ("weighted_mean_reward", "weighted mean"), ("success", "success (oracle)"))
 ROLE_ORDER = ("react", "bon", "smc", "amc", "champion")
@@ -58,8 +60,31 @@ def _compare(a: Mapping[str, Any], b: Mapping[str, Any], k: str) -> tuple[float,
     return d, "not separable (|Δ| ≤ 2 s.e.)" if se > 0 else "equal" if d == 0 else "one run"
 
 
-def reading(methods: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Sentences computed from the numbers (see the module docstring)."""
+def _paired_line(n: int, label: str, name: str, bname: str, row: Mapping[str, Any],
+                 k: str) -> str:
+    d, se = row[k], row.get(k + "_se")
+    if se is None:
+        verdict = "one run"
+    elif se == 0:
+        verdict = "identical on every run" if d == 0 else ("better" if d > 0 else "worse") + \
+            " on every run"
+    elif abs(d) > 2 * se:
+        verdict = "better" if d > 0 else "worse"
+    else:
+        verdict = "not separable (|Δ| ≤ 2 s.e.)"
+    spread = f" ± {se:.3f}" if se else ""
+    return (f"N = {n}, {label}: `{name}` − `{bname}` = {d:+.3f}{spread} (paired over "
+            f"{row['runs']} runs) → {verdict}.")
+
+
+def reading(methods: Mapping[str, Mapping[str, Any]],
+            paired: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+    """Sentences computed from the numbers (see the module docstring).
+
+    ``paired``: per-method differences to Best-of-N at the same N over the same (task, seed)
+    runs (the report's ``paired``); used instead of the unpaired comparison when present.
+    """
+    paired = paired or {}
     by = {(m["role"], m["n"]): (name, m) for name, m in methods.items()}
     lines = []
     if all(m["success"] == 0 for m in methods.values()):
@@ -70,6 +95,10 @@ def reading(methods: Mapping[str, Mapping[str, Any]]) -> list[str]:
             continue
         bname, b = by[("bon", n)]
         for k, label in METRICS[:2]:
+            row = paired.get(name)
+            if row is not None and row.get("baseline") == bname and row["runs"]:
+                lines.append(_paired_line(n, label, name, bname, row, k))
+                continue
             d, verdict = _compare(m, b, k)
             lines.append(f"N = {n}, {label}: `{name}` − `{bname}` = {d:+.3f} → {verdict}.")
         if ("smc", n) in by:
@@ -159,17 +188,33 @@ def describe_config(cfg: Mapping[str, Any] | None) -> list[str]:
     return lines
 
 
-def _extra_section(title: str, path: Path) -> list[str]:
-    """A configuration run by ``amc run``: its settings, table and reading."""
+def load_run_summary(path: Path) -> dict[str, Any]:
+    """An ``amc run`` summary with roles, N and -- when its results files sit beside it --
+    the paired differences to Best-of-N (the same statistic as the pipeline's report)."""
+    from amc.pipeline.report import paired_differences
+    from amc.results import read_jsonl, results_path
+    from amc.smc.records import TaskResult
+
     s = json.loads(path.read_text())
+    cfg = s.get("config") or {}
     methods: dict[str, dict[str, Any]] = {}
     for row in s["methods"]:
         name = row["method"]
         n = name.split("+")[0].partition("@")[2]
-        methods[name] = {"role": _role(name, s.get("config") or {}), "n": int(n or 1), **row}
+        methods[name] = {"role": _role(name, cfg), "n": int(n or 1), **row}
+    results = {f"{name}#{seed}": [TaskResult.from_dict(r) for r in read_jsonl(
+        results_path(path.parent, name, seed))] for name in methods for seed in cfg.get(
+        "seeds") or ()}
+    paired = paired_differences({"methods": methods}, results) if any(results.values()) \
+        else {}
+    return {**s, "methods": methods, "paired": paired}
+
+
+def _extra_section(title: str, s: Mapping[str, Any], path: Path) -> list[str]:
+    """A configuration run by ``amc run``: its settings, table and reading."""
     return [f"\n## {title}\n", f"_From `{path}`; wall time {_hours(s.get('wall_s'))}._\n",
-            *(f"- {x}" for x in describe_config(s.get("config"))), "", _table(methods),
-            "", *(f"- {x}" for x in reading(methods))]
+            *(f"- {x}" for x in describe_config(s.get("config"))), "", _table(s["methods"]),
+            "", *(f"- {x}" for x in reading(s["methods"], s.get("paired")))]
 
 
 def _pipeline_section(s: Mapping[str, Any], intro: str | None, pngs: list[Path],
@@ -188,7 +233,7 @@ def _pipeline_section(s: Mapping[str, Any], intro: str | None, pngs: list[Path],
         f"- evaluation wall time: {_hours(s.get('wall_s'))} over {s.get('sessions') or '?'} "
         "session(s)\n" if s.get("wall_s") is not None else "",
         _table(s["methods"]), "\n## Reading\n",
-        *(f"- {x}" for x in reading(s["methods"])),
+        *(f"- {x}" for x in reading(s["methods"], s.get("paired"))),
     ]
     if cal:
         nan = float("nan")
@@ -224,11 +269,13 @@ def write_results_doc(summary_file: str | Path | None, plots_dir: str | Path, ou
     copies = []
     if summary_file is not None:
         copies.append((Path(summary_file), assets / "summary.json"))
+        shutil.copy2(summary_file, assets / "summary.json")
+    runs = []
     for i, (sec_title, path) in enumerate(extra):
         slug = re.sub(r"[^a-z0-9]+", "-", sec_title.lower()).strip("-")[:40] or f"extra-{i}"
+        runs.append((sec_title, load_run_summary(Path(path)), Path(path)))
         copies.append((Path(path), assets / f"{slug}.json"))
-    for src, dst in copies:
-        shutil.copy2(src, dst)
+        write_json_atomic(assets / f"{slug}.json", runs[-1][1])  # with roles and paired rows
     parts = [f"# {title}\n",
              f"_Generated by `{command}` from {', '.join(f'`{s}`' for s, _ in copies)} "
              f"(copied to `{assets.name}/`) on "
@@ -241,8 +288,8 @@ def write_results_doc(summary_file: str | Path | None, plots_dir: str | Path, ou
                                    assets)
     elif intro:
         parts += [intro, ""]
-    for sec_title, path in extra:
-        parts += _extra_section(sec_title, Path(path))
+    for sec_title, run, path in runs:
+        parts += _extra_section(sec_title, run, path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(parts) + "\n")
     return out

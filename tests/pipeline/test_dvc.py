@@ -94,6 +94,8 @@ def test_repro_produces_every_output(project: Project) -> None:
     summary = json.loads((r / "metrics/summary.json").read_text())
     assert summary["methods"]["bon@4"]["success_se"] is not None
     assert summary["wall_s"] == ev["wall_s"] and summary["config"] == ev["config"]
+    paired = summary["paired"]["smc@4+challenger"]
+    assert paired["baseline"] == "bon@4" and paired["runs"] == 16  # 8 tasks x 2 seeds
     assert summary["calibration"]["value"] == "learned" and summary["calibration"]["states"]
 
 

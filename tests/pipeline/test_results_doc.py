@@ -25,6 +25,14 @@ def test_reading_calls_wins_only_beyond_two_standard_errors():
     assert "Scaling: `smc@8+learned` vs Best-of-15, oracle: +0.070 → better" in text
     assert "No method solved" not in text
     assert "Ceiling" not in text
+    paired = {"smc@8+learned": {"method": "smc@8+learned", "baseline": "bon@8", "runs": 40,
+                                "selected_reward": 0.05, "selected_reward_se": 0.01,
+                                "oracle_best": 0.0, "oracle_best_se": 0.0}}
+    text = "\n".join(reading(methods, paired))
+    assert ("N = 8, reward-free (max weight): `smc@8+learned` − `bon@8` = +0.050 ± 0.010 "
+            "(paired over 40 runs) → better") in text
+    assert "N = 8, oracle best-of-pool: `smc@8+learned` − `bon@8` = +0.000 (paired over 40 " \
+           "runs) → identical on every run" in text
     easy = {**methods, "bon@15": {**methods["bon@15"], "success": 0.95}}
     assert any(x.startswith("Ceiling: Best-of-15 already succeeds on 95% of runs")
                for x in reading(easy))
@@ -91,6 +99,9 @@ def test_extra_configuration_from_amc_run_and_cli_errors(tmp_path, monkeypatch):
     second = doc.split("## Second row")[1]
     assert "| `bon@4` | bon | 4 | 4 |" in second and "| `react` | react | 1 | 4 |" in second
     assert "`smc@4` − " not in second  # smc@4 here is the exact-value smc, not AMC
+    copied = json.loads((out.parent / "results-assets" / "second-row.json").read_text())
+    assert copied["paired"]["smc@4"]["baseline"] == "bon@4"  # from the run's results files
+    assert copied["paired"]["smc@4"]["runs"] == 4
     (tmp_path / "metrics" / "summary.json").unlink()  # a paper run alone, no pipeline
     r = cli.invoke(app, ["results-doc", "--out", str(out), "--title", "Paper table",
                          "--extra", "Table 3=faithful/summary.json"])
