@@ -31,7 +31,7 @@ def serve_env(
     """Serve a registered environment over AgentGym's HTTP protocol (plus /fork)."""
     import uvicorn
 
-    from amc.envs.server import create_app
+    from amc.envs.agentgym.server import create_app
 
     opts = json.loads(options_json) if options_json else {}
     if not isinstance(opts, dict):
@@ -55,7 +55,7 @@ def fetch_textcraft_cmd(
     ] = None,
 ) -> None:
     """Download TextCraft's datapack recipes and the paper's splits (pinned, SHA-256 checked)."""
-    from amc.envs.textcraft_fetch import fetch_textcraft
+    from amc.envs.textcraft.fetch import fetch_textcraft
 
     out = fetch_textcraft(dest, from_dir=from_dir, recipes_tarball=recipes_tarball)
     typer.echo(

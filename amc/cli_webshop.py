@@ -22,10 +22,10 @@ def fetch_webshop_cmd(
     fixture: bool = typer.Option(False, help="Write a small generated demo catalog instead."),
 ) -> None:
     """Download the public WebShop catalog files, verify their checksums, place them in OUT."""
-    from amc.envs.webshop_data import DEFAULT_BASE_URL, fetch_webshop, read_checksums
+    from amc.envs.webshop.data import DEFAULT_BASE_URL, fetch_webshop, read_checksums
 
     if fixture:
-        from amc.envs.webshop_fixture import write_fixture_catalog
+        from amc.envs.webshop.fixture import write_fixture_catalog
 
         typer.echo(f"wrote a generated demo catalog to {write_fixture_catalog(out)}")
         return

@@ -114,11 +114,11 @@ VALUES: Registry[Any] = Registry("value function")
 # missing is skipped here; asking for its name then fails with "unknown ... known: ...".
 BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.synthetic",
-    "amc.envs.textcraft",
-    "amc.envs.agentgym",
+    "amc.envs.textcraft.env",
+    "amc.envs.agentgym.client",
     "amc.priors.random_valid",
-    "amc.envs.webshop",
-    "amc.envs.sciworld",
+    "amc.envs.webshop.env",
+    "amc.envs.sciworld.env",
     "amc.value.simple",
     "amc.priors.openai",
     "amc.priors.embedded",

@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from amc.envs.agentgym import AgentGymOptions, AgentGymSuite  # noqa: E402
-from amc.envs.serve_process import ServerProcess, spawn_env_server  # noqa: E402
-from amc.envs.textcraft import TextCraftOptions, TextCraftSuite  # noqa: E402
+from amc.envs.agentgym.client import AgentGymOptions, AgentGymSuite  # noqa: E402
+from amc.envs.agentgym.process import ServerProcess, spawn_env_server  # noqa: E402
+from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite  # noqa: E402
 from benchmarks._report import md_table, write_section  # noqa: E402
 
 TASK = "wooden pickaxe"

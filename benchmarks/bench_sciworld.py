@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from amc.envs.sciworld import SciWorldEnv, SciWorldOptions, SciWorldSuite
+from amc.envs.sciworld.env import SciWorldEnv, SciWorldOptions, SciWorldSuite
 from benchmarks._report import md_table, write_section
 
 GAME = "536"  # use-thermometer (test split): 19 gold actions to the goal

@@ -12,9 +12,9 @@ import time
 
 import numpy as np
 
-from amc.envs.webshop import WebShopOptions, WebShopSuite
-from amc.envs.webshop_catalog import load_catalog
-from amc.envs.webshop_fixture import write_fixture_catalog
+from amc.envs.webshop.env import WebShopOptions, WebShopSuite
+from amc.envs.webshop.catalog import load_catalog
+from amc.envs.webshop.fixture import write_fixture_catalog
 from benchmarks._report import write_section
 
 

@@ -23,10 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from amc.envs.agentgym import AgentGymOptions, AgentGymSuite  # noqa: E402
-from amc.envs.serve_process import ServerProcess, spawn_env_server  # noqa: E402
-from amc.envs.webshop import WebShopOptions, WebShopSuite  # noqa: E402
-from amc.envs.webshop_fixture import write_fixture_catalog  # noqa: E402
+from amc.envs.agentgym.client import AgentGymOptions, AgentGymSuite  # noqa: E402
+from amc.envs.agentgym.process import ServerProcess, spawn_env_server  # noqa: E402
+from amc.envs.webshop.env import WebShopOptions, WebShopSuite  # noqa: E402
+from amc.envs.webshop.fixture import write_fixture_catalog  # noqa: E402
 from benchmarks._report import md_table, write_section  # noqa: E402
 from benchmarks.bench_envs import median_ms  # noqa: E402
 

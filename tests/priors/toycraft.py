@@ -1,5 +1,5 @@
 """A hand-written TextCraft-like episode for prior tests (the real TextCraft env lives in
-amc.envs.textcraft): three recipes, get/craft/inventory commands, reward 1 for the goal."""
+amc.envs.textcraft.env): three recipes, get/craft/inventory commands, reward 1 for the goal."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from amc.envs.serve_process import ServerProcess, spawn_env_server
-from amc.envs.webshop_fixture import write_fixture_catalog
+from amc.envs.agentgym.process import ServerProcess, spawn_env_server
+from amc.envs.webshop.fixture import write_fixture_catalog
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from amc.cli import app
-from amc.envs.agentgym import AgentGymOptions, AgentGymSuite
+from amc.envs.agentgym.client import AgentGymOptions, AgentGymSuite
 
 pytestmark = pytest.mark.slow
 runner = CliRunner()

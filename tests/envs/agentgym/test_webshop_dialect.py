@@ -16,7 +16,7 @@ import re
 import httpx
 
 from amc.config import SMCConfig
-from amc.envs.agentgym import AgentGymOptions, AgentGymSuite
+from amc.envs.agentgym.client import AgentGymOptions, AgentGymSuite
 from amc.priors.random_valid import RandomValidPrior
 from amc.smc.sampler import run_task
 from amc.value.simple import ZeroValue

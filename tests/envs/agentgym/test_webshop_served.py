@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from amc.cli import app
-from amc.envs.agentgym import AgentGymOptions, AgentGymSuite
-from amc.envs.webshop import WebShopOptions, WebShopSuite
+from amc.envs.agentgym.client import AgentGymOptions, AgentGymSuite
+from amc.envs.webshop.env import WebShopOptions, WebShopSuite
 from amc.registry import PRIORS
 from amc.types import AgentTurn, History, Usage
 

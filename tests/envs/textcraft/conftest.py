@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from amc.envs.serve_process import spawn_env_server
+from amc.envs.agentgym.process import spawn_env_server
 
 REPO = Path(__file__).resolve().parents[3]
 # <repo>/../shared/data as in CI; AMC_SHARED=<dir> overrides it (e.g. for a worktree elsewhere)

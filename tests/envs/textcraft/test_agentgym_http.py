@@ -8,8 +8,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from amc.envs.agentgym import AgentGymError, AgentGymOptions, AgentGymSuite, ReplayDivergence
-from amc.envs.server import create_app
+from amc.envs.agentgym.client import AgentGymError, AgentGymOptions, AgentGymSuite, ReplayDivergence
+from amc.envs.agentgym.server import create_app
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,7 @@ def test_reset_step_observe_close(client: AgentGymSuite, textcraft_server: str) 
 
 @pytest.mark.parametrize("mode", ["server", "replay"])
 def test_fork_continuations_match_in_process(textcraft_server: str, mode: str) -> None:
-    from amc.envs.textcraft import TextCraftOptions, TextCraftSuite
+    from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
 
     suite = AgentGymSuite(AgentGymOptions(base_url=textcraft_server, fork=mode))
     local = TextCraftSuite(TextCraftOptions()).make()

@@ -11,7 +11,7 @@ import json
 import httpx
 import pytest
 
-from amc.envs.agentgym import AgentGymError, AgentGymOptions, AgentGymSuite
+from amc.envs.agentgym.client import AgentGymError, AgentGymOptions, AgentGymSuite
 
 
 def suite_with(handler, **opts) -> AgentGymSuite:

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from amc.cli import app
-from amc.envs.textcraft import TextCraftOptions, TextCraftSuite
-from amc.envs.textcraft_fetch import (
+from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
+from amc.envs.textcraft.fetch import (
     RECIPES_COUNT,
     fetch_textcraft,
     recipes_from_tarball,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from amc.envs.webshop import WebShopOptions, WebShopSuite
-from amc.envs.webshop_fixture import write_fixture_catalog
+from amc.envs.webshop.env import WebShopOptions, WebShopSuite
+from amc.envs.webshop.fixture import write_fixture_catalog
 
 
 @pytest.fixture(scope="session")

@@ -13,14 +13,14 @@ import typer
 from typer.testing import CliRunner
 
 from amc.cli_webshop import fetch_webshop_cmd
-from amc.envs.webshop_catalog import (
+from amc.envs.webshop.catalog import (
     ATTRIBUTES_FILE,
     HUMAN_FILE,
     PRODUCTS_FILE,
     Catalog,
     normalize_product,
 )
-from amc.envs.webshop_data import (
+from amc.envs.webshop.data import (
     CATALOG_PINS,
     ChecksumError,
     FilePin,

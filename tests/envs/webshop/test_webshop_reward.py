@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from amc.envs.webshop_reward import (
+from amc.envs.webshop.reward import (
     attribute_matches,
     get_reward,
     heuristic_nouns,

@@ -3,7 +3,7 @@
 The benchmark (Yao et al., 2022) is a simulated shop: the agent reads an instruction ("Find me
 ... with color: black, and price lower than 40.00 dollars"), searches, browses results and item
 pages, chooses options and clicks *Buy Now*; the purchase is scored against the hidden goal
-(:mod:`amc.envs.webshop_reward`). This module re-implements the benchmark's text mode
+(:mod:`amc.envs.webshop.reward`). This module re-implements the benchmark's text mode
 (``WebAgentTextEnv``, ``observation_mode="text"``) without its Flask/Lucene/Java stack:
 
 - pages: search -> results (10 per page of the top 50, ``Next >``/``< Prev``) -> item page
@@ -25,7 +25,7 @@ episode (``done``, ``info["truncated"]``) on the step that exhausts ``max_steps`
 forced buy), so a driver with a larger budget cannot exceed the benchmark's.
 
 Environments hold only their session (page, query, item, chosen options, step count); the
-catalog, goals and BM25 index are one shared :class:`~amc.envs.webshop_catalog.Catalog` per
+catalog, goals and BM25 index are one shared :class:`~amc.envs.webshop.catalog.Catalog` per
 setting, so ``fork()`` copies a few fields.
 
 Task ids index the goal list shuffled with the server's seed; the default splits are the
@@ -44,8 +44,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from amc.config import Frozen
-from amc.envs.webshop_catalog import Catalog, load_catalog
-from amc.envs.webshop_reward import get_reward, noun_extractor
+from amc.envs.webshop.catalog import Catalog, load_catalog
+from amc.envs.webshop.reward import get_reward, noun_extractor
 from amc.registry import ENVIRONMENTS
 from amc.types import EnvStep
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from amc.envs.recipes import NS, Recipe, RecipeBook, pretty, to_id
+from amc.envs.textcraft.recipes import NS, Recipe, RecipeBook, pretty, to_id
 
 DEPTHS_FILE = "textcraft_crafting_depths.csv"
 TRAIN_FILE = "textcraft_train_ids.csv"

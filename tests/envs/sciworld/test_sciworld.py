@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from amc.envs.sciworld import (
+from amc.envs.sciworld.env import (
     DONE_OBSERVATION,
     EXCLUDED_TASKS,
     INVALID_OBSERVATION,
@@ -25,7 +25,7 @@ from amc.envs.sciworld import (
     SciWorldSuite,
     game_table,
 )
-from amc.envs.sciworld_sim import Simulator, SimulatorError
+from amc.envs.sciworld.sim import Simulator, SimulatorError
 from amc.registry import ENVIRONMENTS
 from amc.types import INVALID_ACTION, EnvStep
 
@@ -333,7 +333,7 @@ def test_no_jvm_outlives_the_process(how: str) -> None:
     script = textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {str(REPO)!r})
-        from amc.envs.sciworld import SciWorldOptions, SciWorldSuite
+        from amc.envs.sciworld.env import SciWorldOptions, SciWorldSuite
         suite = SciWorldSuite(SciWorldOptions(pool_size=1))
         env = suite.make()
         env.reset("{SHORT}")

@@ -19,7 +19,7 @@ text) and a step after the end get an error observation and reward 0 and **keep 
 **Forking** is verified replay (ScienceWorld has no save/load): the fork loads the same game
 on a pooled simulator, replays the recorded actions and checks that every observation and
 score is the recorded one, raising :class:`ReplayMismatchError` otherwise. Simulators come
-from the suite's bounded :class:`~amc.envs.sciworld_sim.SimulatorPool` (see there); a
+from the suite's bounded :class:`~amc.envs.sciworld.sim.SimulatorPool` (see there); a
 particle whose simulator was lent to another particle rebuilds it the same way.
 
 Registered as environment ``sciworld``.
@@ -38,7 +38,7 @@ from typing import TypeVar
 from pydantic import Field
 
 from amc.config import Frozen
-from amc.envs.sciworld_sim import (
+from amc.envs.sciworld.sim import (
     Py4JError,
     Py4JJavaError,
     Simulator,
@@ -55,7 +55,7 @@ DETERMINISTIC_JAVA_OPTIONS = "-XX:+UnlockExperimentalVMOptions -XX:hashCode=2"
 """HotSpot flags giving every object the same identity hash code (see module docs)."""
 INVALID_OBSERVATION = "Invalid action! Please check the available actions and try again."
 DONE_OBSERVATION = "The task is over; no further actions are possible."
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 T = TypeVar("T")
 
 

@@ -2,7 +2,7 @@
 
 ``create_app("textcraft", options)`` serves the environments of one registry entry
 (:data:`amc.registry.ENVIRONMENTS`) with the endpoints and payloads of AgentGym's TextCraft
-server, so AgentGym clients (and :mod:`amc.envs.agentgym`) work against it:
+server, so AgentGym clients (and :mod:`amc.envs.agentgym.client`) work against it:
 
 ==========================  ========================  ==============================================
 endpoint                    request                   response

@@ -1,11 +1,11 @@
-"""The two recipe sources of TextCraft's :class:`~amc.envs.recipes.RecipeBook`.
+"""The two recipe sources of TextCraft's :class:`~amc.envs.textcraft.recipes.RecipeBook`.
 
 - :func:`load_minecraft_data`: the ``minecraft-data`` package (offline default); its
   tag-expanded variants are folded back into tags or one representative item.
 - :func:`load_datapack`: vanilla datapack JSON files, with the reference server's rules.
 
 Both drop recipes that would close a cycle, simplest recipe first then sorted order, so the
-book depends on neither directory order nor hash seeds (see :mod:`amc.envs.recipes`).
+book depends on neither directory order nor hash seeds (see :mod:`amc.envs.textcraft.recipes`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from amc.envs.recipes import NS, Recipe, RecipeBook
+from amc.envs.textcraft.recipes import NS, Recipe, RecipeBook
 
 _CRAFTING = ("minecraft:crafting_shaped", "minecraft:crafting_shapeless")
 

@@ -6,7 +6,7 @@ of its member items (``minecraft:oak_planks``...). Items that no recipe produces
 the only ones ``get`` can fetch. Every name is a full id (``minecraft:oak_planks``); the text
 the agent sees drops the namespace and underscores (``oak planks``).
 
-Two sources (:mod:`amc.envs.recipe_sources`) build the same structure:
+Two sources (:mod:`amc.envs.textcraft.sources`) build the same structure:
 
 - ``load_minecraft_data`` (the default, fully offline): the ``minecraft-data`` package's
   1.16.1 crafting recipes. They come with tags already expanded (one ``stick`` recipe per plank

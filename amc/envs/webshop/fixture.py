@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from amc.envs.webshop_catalog import ATTRIBUTES_FILE, HUMAN_FILE, PRODUCTS_FILE
+from amc.envs.webshop.catalog import ATTRIBUTES_FILE, HUMAN_FILE, PRODUCTS_FILE
 
 # (type noun, category path, query, attribute pool, {option name: values})
 _TYPES: tuple[tuple[str, str, str, tuple[str, ...], dict[str, tuple[str, ...]]], ...] = (

@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from amc.envs.webshop_catalog import ATTRIBUTES_FILE, HUMAN_FILE, PRODUCTS_FILE
+from amc.envs.webshop.catalog import ATTRIBUTES_FILE, HUMAN_FILE, PRODUCTS_FILE
 
 SOURCE_COMMIT = "3ef9235d23e68e7c2920c5422ad957dc8ced5c6c"
 """AgentGym commit whose ``agentenv-webshop/webshop/data/`` holds the catalog files."""

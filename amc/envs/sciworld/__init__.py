@@ -1,0 +1,5 @@
+"""ScienceWorld: elementary science tasks in a Java text simulator (AgentGym's indexing).
+
+- :mod:`.env` -- the environment, its suite and the task-id/split mapping.
+- :mod:`.sim` -- a bounded pool of warm simulators; forks are verified replays.
+"""
