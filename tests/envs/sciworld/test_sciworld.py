@@ -29,7 +29,7 @@ from amc.envs.sciworld.sim import Simulator, SimulatorError
 from amc.registry import ENVIRONMENTS
 from amc.types import INVALID_ACTION, EnvStep
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 # Paper test ids -> (ScienceWorld task id, task name, variation); documented in
 # docs/envs-sciworld.md. One id per task type of the test split, plus the last id.
