@@ -1,5 +1,5 @@
 """`python -m amc` runs the command line."""
 
-from amc.cli import main
+from amc.cli.main import main
 
 main()

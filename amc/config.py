@@ -20,6 +20,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from amc.errors import format_validation_error
+
 
 class Frozen(BaseModel):
     """Base for config models: immutable, no unknown keys, field docstrings kept."""
@@ -187,10 +189,7 @@ def validate(model: type[Frozen], data: Mapping[str, Any], where: str = "config"
     try:
         return model.model_validate(dict(data))
     except ValidationError as err:
-        msgs = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in err.errors()
-        )
-        raise ValueError(f"bad {where}: {msgs}") from None
+        raise ValueError(format_validation_error(err, where)) from None
 
 
 def config_hash(cfg: BaseModel | Mapping[str, Any]) -> str:

@@ -31,6 +31,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from amc.errors import format_validation_error
+
 T = TypeVar("T")
 
 
@@ -94,10 +96,8 @@ class Registry(Generic[T]):
         try:
             return e.options_model.model_validate(dict(options or {}))
         except ValidationError as err:
-            msgs = "; ".join(
-                f"{'.'.join(map(str, x['loc'])) or '<options>'}: {x['msg']}" for x in err.errors()
-            )
-            raise ValueError(f"bad options for {self.family} {name!r}: {msgs}") from None
+            where = f"options for {self.family} {name!r}"
+            raise ValueError(format_validation_error(err, where, root="<options>")) from None
 
     def build(self, name: str, options: Mapping[str, Any] | None = None, **context: Any) -> T:
         """Validate options and call the factory as ``factory(options_model, **context)``."""

@@ -12,8 +12,8 @@ import time
 
 import numpy as np
 
-from amc.envs.webshop.env import WebShopOptions, WebShopSuite
 from amc.envs.webshop.catalog import load_catalog
+from amc.envs.webshop.env import WebShopOptions, WebShopSuite
 from amc.envs.webshop.fixture import write_fixture_catalog
 from benchmarks._report import write_section
 

@@ -35,8 +35,8 @@ import numpy as np
 from pydantic import Field
 
 from amc.config import Frozen
-from amc.envs.textcraft.sources import load_datapack, load_minecraft_data
 from amc.envs.textcraft.recipes import RecipeBook, pretty, to_id
+from amc.envs.textcraft.sources import load_datapack, load_minecraft_data
 from amc.envs.textcraft.tasks import TaskSet
 from amc.registry import ENVIRONMENTS
 from amc.types import EnvStep

@@ -12,7 +12,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from amc.cli_webshop import fetch_webshop_cmd
+from amc.cli.fetch import fetch_webshop_cmd
 from amc.envs.webshop.catalog import (
     ATTRIBUTES_FILE,
     HUMAN_FILE,

@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from amc.cli import app, friendly_errors
+from amc.cli.errors import friendly_errors
 from amc.config import apply_overrides, load_yaml, validate
 
 
@@ -31,7 +31,6 @@ def _options(config: Path | None, overrides: list[str] | None,
     return apply_overrides(_merge(base, load_yaml(config) if config else {}), overrides or [])
 
 
-@app.command("dataset")
 @friendly_errors
 def dataset_cmd(
     trajectories: list[Path] = typer.Argument(..., help="JSON-lines files of per-task results."),
@@ -61,7 +60,6 @@ def dataset_cmd(
     typer.echo(f"dataset {card['content_hash']} written to {out} (card: {out / 'README.md'})")
 
 
-@app.command("train")
 @friendly_errors
 def train_cmd(
     dataset: Path = typer.Argument(..., help="Dataset directory written by `amc dataset`."),

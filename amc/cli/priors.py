@@ -13,10 +13,9 @@ from types import FrameType
 
 import typer
 
-from amc.cli import app, friendly_errors
+from amc.cli.errors import friendly_errors
 
 
-@app.command("serve-prior")
 @friendly_errors
 def serve_prior(
     model: str = typer.Option("gemma-3-270m", help="Embedded model: gemma-3-270m or smollm2-135m."),
@@ -45,7 +44,6 @@ def serve_prior(
     raise ValueError(f"llama.cpp server exited unexpectedly; see {server.log_path}")
 
 
-@app.command("prior-info")
 @friendly_errors
 def prior_info() -> None:
     """List the priors, the embedded models, the llama.cpp build status and the price table."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from amc.cli import app, friendly_errors
+from amc.cli.errors import friendly_errors
 from amc.pipeline.params import PARAMS_FILE, PipelineParams, load_params
 
 _PARAMS = typer.Option(PARAMS_FILE, "--params", "-p", help="Pipeline params file.")
@@ -21,7 +21,6 @@ def _load(params: Path, set_: list[str]) -> PipelineParams:
     return load_params(params, set_)
 
 
-@app.command("collect")
 @friendly_errors
 def collect_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
                 quiet: bool = typer.Option(False, help="No progress bars.")) -> None:
@@ -32,7 +31,6 @@ def collect_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
     typer.echo(f"collected {res.records} task records over {res.tasks} tasks -> {res.out_dir}")
 
 
-@app.command("evaluate")
 @friendly_errors
 def evaluate_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
                  quiet: bool = typer.Option(False, help="No progress bars.")) -> None:
@@ -46,7 +44,6 @@ def evaluate_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
     typer.echo(f"\n{ev['status']}: {p.evaluate.metrics_file}")
 
 
-@app.command("promote")
 @friendly_errors
 def promote_cmd(params: Path = _PARAMS, set_: list[str] = _SET) -> None:
     """Promote the challenger to champion when it beats the champion by > 1 s.e."""
@@ -56,7 +53,6 @@ def promote_cmd(params: Path = _PARAMS, set_: list[str] = _SET) -> None:
     typer.echo(f"{'PROMOTED' if d['promote'] else 'kept'}: {d['reason']}")
 
 
-@app.command("report")
 @friendly_errors
 def report_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
                calibrate: bool = typer.Option(True, help="Score states for calibration.")
@@ -77,7 +73,6 @@ def report_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
     typer.echo(f"plots: {p.report.plots_dir}  summary: {p.report.summary_file}")
 
 
-@app.command("results-doc")
 @friendly_errors
 def results_doc_cmd(
     params: Path = _PARAMS, set_: list[str] = _SET,

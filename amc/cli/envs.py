@@ -1,18 +1,16 @@
-"""``amc serve-env`` and ``amc fetch-textcraft``: environment server and TextCraft data."""
+"""``amc serve-env``: any registered environment over AgentGym's HTTP protocol."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from amc.cli import app, friendly_errors
+from amc.cli.errors import friendly_errors
 from amc.config import apply_overrides
 
 
-@app.command("serve-env")
 @friendly_errors
 def serve_env(
     name: Annotated[str, typer.Argument(help="Registered environment (textcraft, sciworld...).")],
@@ -40,25 +38,3 @@ def serve_env(
     application = create_app(name, opts, max_envs=max_envs)
     typer.echo(f"serving environment {name!r} on http://{host}:{port}", err=True)
     uvicorn.run(application, host=host, port=port, log_level="warning")
-
-
-@app.command("fetch-textcraft")
-@friendly_errors
-def fetch_textcraft_cmd(
-    dest: Annotated[Path, typer.Option(help="Where recipes/ and splits/ are placed.")]
-    = Path("data/textcraft"),
-    from_dir: Annotated[
-        Path | None, typer.Option(help="Verify and copy a local copy instead of downloading.")
-    ] = None,
-    recipes_tarball: Annotated[
-        Path | None, typer.Option(help="An already downloaded AgentGym source .tar.gz.")
-    ] = None,
-) -> None:
-    """Download TextCraft's datapack recipes and the paper's splits (pinned, SHA-256 checked)."""
-    from amc.envs.textcraft.fetch import fetch_textcraft
-
-    out = fetch_textcraft(dest, from_dir=from_dir, recipes_tarball=recipes_tarball)
-    typer.echo(
-        f"placed {out}/recipes and {out}/splits; use env.options.recipe_source={out}/recipes "
-        f"and splits_dir={out}/splits"
-    )

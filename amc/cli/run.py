@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from amc.cli import app, friendly_errors
+from amc.cli.errors import friendly_errors
 from amc.config import load_run_config
 from amc.results import write_json_atomic
 from amc.runner import format_table, resolve_methods, run_methods, summarise
@@ -22,7 +22,6 @@ def _csv(s: str | None) -> list[str] | None:
     return None if s is None else [x.strip() for x in s.split(",") if x.strip()]
 
 
-@app.command("run")
 @friendly_errors
 def run_cmd(
     config: Path | None = typer.Option(None, "--config", "-c", help="YAML run config."),

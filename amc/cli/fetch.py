@@ -1,15 +1,19 @@
-"""``amc fetch-webshop``: put the WebShop catalog (or a generated demo catalog) in place."""
+"""``amc fetch <benchmark>``: third-party benchmark data, pinned and checksum-verified.
+
+- ``amc fetch textcraft``: TextCraft's datapack recipes and the paper's split.
+- ``amc fetch webshop``: the WebShop catalog files (or ``--fixture``: a generated demo catalog).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from amc.cli import app, friendly_errors
+from amc.cli.errors import friendly_errors
 
 
-@app.command("fetch-webshop")
 @friendly_errors
 def fetch_webshop_cmd(
     out: Path = typer.Option(Path("data/webshop"), help="Catalog directory to fill."),
@@ -46,3 +50,24 @@ def fetch_webshop_cmd(
         raise ValueError(f"download failed: {err}") from None
     for p in paths:
         typer.echo(f"ok {p} ({p.stat().st_size:,} bytes)")
+
+
+@friendly_errors
+def fetch_textcraft_cmd(
+    dest: Annotated[Path, typer.Option(help="Where recipes/ and splits/ are placed.")]
+    = Path("data/textcraft"),
+    from_dir: Annotated[
+        Path | None, typer.Option(help="Verify and copy a local copy instead of downloading.")
+    ] = None,
+    recipes_tarball: Annotated[
+        Path | None, typer.Option(help="An already downloaded AgentGym source .tar.gz.")
+    ] = None,
+) -> None:
+    """Download TextCraft's datapack recipes and the paper's splits (pinned, SHA-256 checked)."""
+    from amc.envs.textcraft.fetch import fetch_textcraft
+
+    out = fetch_textcraft(dest, from_dir=from_dir, recipes_tarball=recipes_tarball)
+    typer.echo(
+        f"placed {out}/recipes and {out}/splits; use env.options.recipe_source={out}/recipes "
+        f"and splits_dir={out}/splits"
+    )
