@@ -59,6 +59,11 @@ class ValueConfig(ComponentConfig):
     """Value registry name (none, exact, learned, zero-shot, foa)."""
 
 
+RESAMPLER_NAMES: tuple[str, ...] = ("multinomial", "residual", "stratified", "systematic")
+"""The resampling schemes of :data:`amc.smc.resampling.RESAMPLERS` (named here so that config
+validation needs no import of the engine)."""
+
+
 class SMCConfig(Frozen):
     """The sequential importance resampling driver."""
 
@@ -83,9 +88,9 @@ class SMCConfig(Frozen):
 
     @model_validator(mode="after")
     def _check(self) -> SMCConfig:
-        from amc.smc.resampling import get_resampler
-
-        get_resampler(self.resampler)
+        if self.resampler not in RESAMPLER_NAMES:  # amc.smc.resampling.RESAMPLERS has these
+            raise ValueError(f"unknown resampler {self.resampler!r}; "
+                             f"known: {', '.join(RESAMPLER_NAMES)}")
         if any(s < 1 for s in self.resample_steps):
             raise ValueError(f"resample_steps must be >= 1, got {list(self.resample_steps)}")
         return self

@@ -79,3 +79,10 @@ def test_float_roundoff_never_indexes_past_the_end():
     for name in SCHEMES:
         for s in range(500):
             assert get_resampler(name)(W, 3, np.random.default_rng(s)).max() <= 2
+
+
+def test_config_names_exactly_the_registered_resamplers() -> None:
+    from amc.config import RESAMPLER_NAMES
+    from amc.smc.resampling import RESAMPLERS
+
+    assert sorted(RESAMPLER_NAMES) == sorted(RESAMPLERS)
