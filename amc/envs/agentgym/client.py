@@ -114,6 +114,7 @@ class AgentGymSuite:
         self.has_final_action: bool | None = None  # /final_action offered (amc serve-env)?
         self.has_available_actions: bool | None = None
         self._lock = threading.Lock()
+        self.fork_probe_lock = threading.Lock()  # held while the first fork probes /fork
 
     # ----- HTTP -----
     def request(self, method: str, path: str, *, json_body: Any = None,
@@ -274,20 +275,35 @@ class AgentGymEnv:
         if self.env_id is None or self.task_id is None:
             raise RuntimeError("reset() the environment before fork()")
         s = self.suite
-        if s.server_fork is not False:
+        if s.server_fork is None:
+            with s.fork_probe_lock:  # exactly one probe; concurrent first forks wait for it
+                if s.server_fork is None:
+                    return self._probe_fork()
+        if s.server_fork:
             resp = s.request("POST", "/fork", json_body={self._key: self.env_id})
-            if resp.status_code in (404, 405) and s.server_fork is None:
-                s.server_fork = False  # the server has no /fork: replay from now on
-            elif resp.status_code >= 400:
-                raise AgentGymError(f"POST /fork: HTTP {resp.status_code}: {resp.text}")
-            else:
-                s.server_fork = True
-                child = self._child()
-                child.env_id = int(resp.json()["id"])
-                with s._lock:
-                    s.live.add(child.env_id)
-                return child
+            return self._server_child(resp)
         return self.replay_fork()
+
+    def _probe_fork(self) -> AgentGymEnv:
+        """The first fork of a run (under the probe lock): learn whether ``/fork`` exists."""
+        s = self.suite
+        resp = s.request("POST", "/fork", json_body={self._key: self.env_id})
+        if resp.status_code in (404, 405):
+            s.server_fork = False  # the server has no /fork: verified replay from now on
+            return self.replay_fork()
+        child = self._server_child(resp)
+        s.server_fork = True
+        return child
+
+    def _server_child(self, resp: httpx.Response) -> AgentGymEnv:
+        """The child env of a ``POST /fork`` answer (an HTTP error raises)."""
+        if resp.status_code >= 400:
+            raise AgentGymError(f"POST /fork: HTTP {resp.status_code}: {resp.text}")
+        child = self._child()
+        child.env_id = int(resp.json()["id"])
+        with self.suite._lock:
+            self.suite.live.add(child.env_id)
+        return child
 
     def _child(self) -> AgentGymEnv:
         c = AgentGymEnv(self.suite)
