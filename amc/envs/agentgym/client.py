@@ -41,12 +41,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import httpx
-from pydantic import Field
 
-from amc.config import Frozen
+from amc.envs.agentgym.options import AgentGymError, AgentGymOptions, ReplayDivergence
+from amc.envs.textcraft.actions import observed_menu
+from amc.envs.textcraft.env import load_book
 from amc.registry import ENVIRONMENTS
 from amc.types import EnvStep
 
@@ -54,39 +55,6 @@ log = logging.getLogger(__name__)
 
 WEBSHOP_FORCED_BUY = "click[Buy Now]"
 """The forced last action of the reference WebShop client (``smc.py``/``webshop.py``)."""
-
-
-class AgentGymError(RuntimeError):
-    """The server refused or failed a request (after retries)."""
-
-
-class ReplayDivergence(AgentGymError):
-    """Replaying an action prefix on a fresh server env did not reproduce the recording."""
-
-
-class AgentGymOptions(Frozen):
-    """Where the AgentGym server is and how to talk to it."""
-
-    base_url: str = "http://127.0.0.1:36001"
-    """Server address (scheme, host and port)."""
-    protocol: Literal["textcraft", "sciworld", "webshop"] = "textcraft"
-    """Which AgentGym payload dialect the server speaks (amc serve-env: textcraft)."""
-    timeout_s: float = Field(60.0, gt=0)
-    """Read timeout of one request in seconds (AgentGym's clients use 500)."""
-    connect_timeout_s: float = Field(5.0, gt=0)
-    """Connect timeout in seconds."""
-    retries: int = Field(5, ge=0)
-    """Retries of a request on 503 or connection errors."""
-    backoff_s: float = Field(0.2, ge=0)
-    """First retry delay in seconds; doubles on each retry."""
-    fork: Literal["auto", "server", "replay"] = "auto"
-    """auto: server /fork if offered, else verified replay; server or replay: force one."""
-    split_files: dict[str, Path] = Field(default_factory=dict)
-    """Split name -> file of task ids (one per line, or a JSON list), e.g. the paper's."""
-    task_ids: dict[str, list[str]] = Field(default_factory=dict)
-    """Split name -> explicit task ids (overrides split_files); else ask the server's /task_ids."""
-    forced_buy: bool = True
-    """Protocol webshop: one forced click[Buy Now] after the agent's steps (the paper's)."""
 
 
 @dataclass(frozen=True)
@@ -349,12 +317,20 @@ class AgentGymEnv:
             acts = ["search[<keywords>]"] if data.get("has_search_bar") else []
             acts += [f"click[{c}]" for c in data.get("clickables", []) if c != "search"]
             return acts or None
-        if s.has_valid_actions is False:
-            return None
-        resp = s.request("GET", "/valid_actions", params={"id": self.env_id})
-        if resp.status_code in (404, 405):
-            s.has_valid_actions = False  # an upstream server: don't ask again
-        return resp.json() if resp.status_code == 200 else None
+        if s.has_valid_actions is not False:
+            resp = s.request("GET", "/valid_actions", params={"id": self.env_id})
+            if resp.status_code == 200:
+                return resp.json()
+            if resp.status_code in (404, 405):
+                s.has_valid_actions = False  # an upstream server: don't ask again
+        return self.derived_valid_actions() if p == "textcraft" else None
+
+    def derived_valid_actions(self) -> list[str] | None:
+        """TextCraft's menu from the listed commands and the steps seen (a reference server
+        has no /valid_actions), see :func:`~amc.envs.textcraft.actions.observed_menu`."""
+        steps = [(r.action, r.observation) for r in self.records]
+        return observed_menu(self.observation0, steps, self.done,
+                             lambda: load_book(self.suite.options.textcraft_recipes))
 
     def available_actions(self) -> dict[str, Any] | None:
         """WebShop's ``{"has_search_bar", "clickables"}``, or None if the server has none."""

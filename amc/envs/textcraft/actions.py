@@ -25,7 +25,7 @@ first observation (:func:`listed_commands`) and the inventory from the recorded 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -161,3 +161,16 @@ def menu(recipes: Sequence[Recipe], inventory: Mapping[str, int], book: RecipeBo
         else:
             crafts.add(f"craft {r.count} {pretty(r.output)} using {', '.join(ins)}")
     return [*(f"get {k} {pretty(n)}" for n, k in sorted(gets)), *sorted(crafts), "inventory"]
+
+
+def observed_menu(observation0: str, steps: Sequence[tuple[str, str]], done: bool,
+                  book: Callable[[], RecipeBook]) -> list[str] | None:
+    """:func:`menu` from what a client saw: the commands its first observation lists and the
+    inventory its (action, observation) steps built; [] once done, None if no command is
+    listed (then nothing can be derived). ``book`` is called only when it is needed."""
+    recipes = {r for c in listed_commands(observation0) if (r := command_recipe(c)) is not None}
+    if not recipes:
+        return None
+    if done:
+        return []
+    return menu(sorted(recipes, key=lambda r: r.sort_key()), inventory_after(steps), book())

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from amc.envs.textcraft.sources import load_datapack, load_minecraft_data
 from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
+from amc.envs.textcraft.sources import load_datapack, load_minecraft_data
 from amc.envs.textcraft.tasks import plan, read_depth_file
 from amc.protocols import Environment, EnvSuite
 from amc.registry import ENVIRONMENTS
@@ -140,7 +140,8 @@ def test_default_split_is_seeded() -> None:
 
 def test_deterministic_across_processes_and_hash_seeds(suite: TextCraftSuite) -> None:
     code = (
-        "from amc.envs.textcraft.env import *; s = TextCraftSuite(TextCraftOptions()); e = s.make();"
+        "from amc.envs.textcraft.env import *; s = TextCraftSuite(TextCraftOptions());"
+        "e = s.make();"
         "import hashlib; print(hashlib.sha256('|'.join(e.reset(t) for t in "
         "s.task_ids('test')[:40]).encode()).hexdigest())"
     )

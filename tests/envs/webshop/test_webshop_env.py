@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from amc.envs.webshop.catalog import MissingCatalogError, load_catalog
 from amc.envs.webshop.env import (
     WebShopEnv,
     WebShopOptions,
     WebShopSuite,
     normalize_webshop_action,
 )
-from amc.envs.webshop.catalog import MissingCatalogError, load_catalog
 from amc.protocols import Environment, EnvSuite
 from amc.registry import ENVIRONMENTS
 
