@@ -38,7 +38,8 @@ class AgentGymOptions(Frozen):
     split_files: dict[str, Path] = Field(default_factory=dict)
     """Split name -> file of task ids (one per line, or a JSON list), e.g. the paper's."""
     task_ids: dict[str, list[str]] = Field(default_factory=dict)
-    """Split name -> explicit task ids (overrides split_files); else ask the server's /task_ids."""
+    """Split name -> explicit task ids (overrides split_files); else the server's /task_ids,
+    else (an upstream server) the paper's train/test split of the protocol's benchmark."""
     forced_buy: bool = True
     """Protocol webshop: one forced click[Buy Now] after the agent's steps (the paper's)."""
     textcraft_recipes: str = "minecraft-data"
