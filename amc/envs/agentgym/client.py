@@ -30,7 +30,12 @@ exists (``amc serve-env`` has it) and otherwise *replays*: it creates a fresh se
 it to the task and re-executes the action prefix, checking every observation, reward and done
 flag against the recorded ones. A mismatch closes the new env and raises
 :class:`ReplayDivergence` -- never a silently diverged particle (the reference client's TextCraft
-clones shared one server env; see ``amc-method.md`` §2.5).
+clones shared one server env; see ``amc-method.md`` §2.5). ``/fork`` is probed exactly once per
+suite, under a lock that concurrent first forks wait on.
+
+**Valid actions.** The server's ``/valid_actions``; without it (the reference TextCraft server)
+protocol ``textcraft`` derives them from the listed commands and the recorded steps
+(:func:`amc.envs.textcraft.actions.observed_menu`), other protocols give None.
 """
 
 from __future__ import annotations
@@ -250,20 +255,21 @@ class AgentGymEnv:
         s = self.suite
         if s.server_fork is None:
             with s.fork_probe_lock:  # exactly one probe; concurrent first forks wait for it
-                if s.server_fork is None:
-                    return self._probe_fork()
+                if s.server_fork is None and (child := self._probe_fork()) is not None:
+                    return child
         if s.server_fork:
             resp = s.request("POST", "/fork", json_body={self._key: self.env_id})
             return self._server_child(resp)
         return self.replay_fork()
 
-    def _probe_fork(self) -> AgentGymEnv:
-        """The first fork of a run (under the probe lock): learn whether ``/fork`` exists."""
+    def _probe_fork(self) -> AgentGymEnv | None:
+        """The first fork of a run (under the probe lock): learn whether ``/fork`` exists;
+        the server's child, or None when there is no /fork (the caller replays, unlocked)."""
         s = self.suite
         resp = s.request("POST", "/fork", json_body={self._key: self.env_id})
         if resp.status_code in (404, 405):
             s.server_fork = False  # the server has no /fork: verified replay from now on
-            return self.replay_fork()
+            return None
         child = self._server_child(resp)
         s.server_fork = True
         return child

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import threading
 import time
@@ -41,6 +42,7 @@ def reference_app(suite: TextCraftSuite, log: list[tuple[str, int]]) -> FastAPI:
     """The reference protocol over ``suite``; appends (path, status) of each request to log."""
     app = FastAPI()
     envs: dict[int, Any] = {}
+    next_id = itertools.count()  # ids are never reused, as the reference's _max_id
     lock = threading.Lock()
 
     @app.middleware("http")
@@ -58,7 +60,7 @@ def reference_app(suite: TextCraftSuite, log: list[tuple[str, int]]) -> FastAPI:
     @app.post("/create")
     def create(body: dict = Body(default={})) -> dict[str, Any]:
         with lock:
-            i = len(envs)
+            i = next(next_id)
             envs[i] = suite.make()
         obs = envs[i].reset(str(i))  # the reference resets a new env to data_idx = its id
         return {"id": i, "observation": obs, "done": False, "reward": 0}
