@@ -30,7 +30,12 @@ exists (``amc serve-env`` has it) and otherwise *replays*: it creates a fresh se
 it to the task and re-executes the action prefix, checking every observation, reward and done
 flag against the recorded ones. A mismatch closes the new env and raises
 :class:`ReplayDivergence` -- never a silently diverged particle (the reference client's TextCraft
-clones shared one server env; see ``amc-method.md`` §2.5).
+clones shared one server env; see ``amc-method.md`` §2.5). ``/fork`` is probed exactly once per
+suite, under a lock that concurrent first forks wait on.
+
+**Valid actions.** The server's ``/valid_actions``; without it (the reference TextCraft server)
+protocol ``textcraft`` derives them from the listed commands and the recorded steps
+(:func:`amc.envs.textcraft.actions.observed_menu`), other protocols give None.
 """
 
 from __future__ import annotations
@@ -41,12 +46,14 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import httpx
-from pydantic import Field
 
-from amc.config import Frozen
+from amc.envs.agentgym.options import AgentGymError, AgentGymOptions, ReplayDivergence
+from amc.envs.paper_splits import paper_split
+from amc.envs.textcraft.actions import observed_menu
+from amc.envs.textcraft.env import load_book
 from amc.registry import ENVIRONMENTS
 from amc.types import EnvStep
 
@@ -54,39 +61,6 @@ log = logging.getLogger(__name__)
 
 WEBSHOP_FORCED_BUY = "click[Buy Now]"
 """The forced last action of the reference WebShop client (``smc.py``/``webshop.py``)."""
-
-
-class AgentGymError(RuntimeError):
-    """The server refused or failed a request (after retries)."""
-
-
-class ReplayDivergence(AgentGymError):
-    """Replaying an action prefix on a fresh server env did not reproduce the recording."""
-
-
-class AgentGymOptions(Frozen):
-    """Where the AgentGym server is and how to talk to it."""
-
-    base_url: str = "http://127.0.0.1:36001"
-    """Server address (scheme, host and port)."""
-    protocol: Literal["textcraft", "sciworld", "webshop"] = "textcraft"
-    """Which AgentGym payload dialect the server speaks (amc serve-env: textcraft)."""
-    timeout_s: float = Field(60.0, gt=0)
-    """Read timeout of one request in seconds (AgentGym's clients use 500)."""
-    connect_timeout_s: float = Field(5.0, gt=0)
-    """Connect timeout in seconds."""
-    retries: int = Field(5, ge=0)
-    """Retries of a request on 503 or connection errors."""
-    backoff_s: float = Field(0.2, ge=0)
-    """First retry delay in seconds; doubles on each retry."""
-    fork: Literal["auto", "server", "replay"] = "auto"
-    """auto: server /fork if offered, else verified replay; server or replay: force one."""
-    split_files: dict[str, Path] = Field(default_factory=dict)
-    """Split name -> file of task ids (one per line, or a JSON list), e.g. the paper's."""
-    task_ids: dict[str, list[str]] = Field(default_factory=dict)
-    """Split name -> explicit task ids (overrides split_files); else ask the server's /task_ids."""
-    forced_buy: bool = True
-    """Protocol webshop: one forced click[Buy Now] after the agent's steps (the paper's)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +88,7 @@ class AgentGymSuite:
         self.has_final_action: bool | None = None  # /final_action offered (amc serve-env)?
         self.has_available_actions: bool | None = None
         self._lock = threading.Lock()
+        self.fork_probe_lock = threading.Lock()  # held while the first fork probes /fork
 
     # ----- HTTP -----
     def request(self, method: str, path: str, *, json_body: Any = None,
@@ -169,6 +144,10 @@ class AgentGymSuite:
         resp = self.request("GET", "/task_ids", params={"split": split})
         if resp.status_code == 200:
             return [str(t) for t in resp.json()]
+        if resp.status_code in (404, 405) and split in ("train", "test"):
+            # an upstream server: the paper's split for its benchmark, shipped with amc
+            log.info("server has no /task_ids: the paper's %s %s split", o.protocol, split)
+            return [str(t) for t in paper_split(o.protocol, split)]
         raise ValueError(
             f"no task ids for split {split!r}: set env.options.task_ids or split_files "
             f"(the server has no /task_ids for it: HTTP {resp.status_code})"
@@ -274,20 +253,36 @@ class AgentGymEnv:
         if self.env_id is None or self.task_id is None:
             raise RuntimeError("reset() the environment before fork()")
         s = self.suite
-        if s.server_fork is not False:
+        if s.server_fork is None:
+            with s.fork_probe_lock:  # exactly one probe; concurrent first forks wait for it
+                if s.server_fork is None and (child := self._probe_fork()) is not None:
+                    return child
+        if s.server_fork:
             resp = s.request("POST", "/fork", json_body={self._key: self.env_id})
-            if resp.status_code in (404, 405) and s.server_fork is None:
-                s.server_fork = False  # the server has no /fork: replay from now on
-            elif resp.status_code >= 400:
-                raise AgentGymError(f"POST /fork: HTTP {resp.status_code}: {resp.text}")
-            else:
-                s.server_fork = True
-                child = self._child()
-                child.env_id = int(resp.json()["id"])
-                with s._lock:
-                    s.live.add(child.env_id)
-                return child
+            return self._server_child(resp)
         return self.replay_fork()
+
+    def _probe_fork(self) -> AgentGymEnv | None:
+        """The first fork of a run (under the probe lock): learn whether ``/fork`` exists;
+        the server's child, or None when there is no /fork (the caller replays, unlocked)."""
+        s = self.suite
+        resp = s.request("POST", "/fork", json_body={self._key: self.env_id})
+        if resp.status_code in (404, 405):
+            s.server_fork = False  # the server has no /fork: verified replay from now on
+            return None
+        child = self._server_child(resp)
+        s.server_fork = True
+        return child
+
+    def _server_child(self, resp: httpx.Response) -> AgentGymEnv:
+        """The child env of a ``POST /fork`` answer (an HTTP error raises)."""
+        if resp.status_code >= 400:
+            raise AgentGymError(f"POST /fork: HTTP {resp.status_code}: {resp.text}")
+        child = self._child()
+        child.env_id = int(resp.json()["id"])
+        with self.suite._lock:
+            self.suite.live.add(child.env_id)
+        return child
 
     def _child(self) -> AgentGymEnv:
         c = AgentGymEnv(self.suite)
@@ -333,12 +328,20 @@ class AgentGymEnv:
             acts = ["search[<keywords>]"] if data.get("has_search_bar") else []
             acts += [f"click[{c}]" for c in data.get("clickables", []) if c != "search"]
             return acts or None
-        if s.has_valid_actions is False:
-            return None
-        resp = s.request("GET", "/valid_actions", params={"id": self.env_id})
-        if resp.status_code in (404, 405):
-            s.has_valid_actions = False  # an upstream server: don't ask again
-        return resp.json() if resp.status_code == 200 else None
+        if s.has_valid_actions is not False:
+            resp = s.request("GET", "/valid_actions", params={"id": self.env_id})
+            if resp.status_code == 200:
+                return resp.json()
+            if resp.status_code in (404, 405):
+                s.has_valid_actions = False  # an upstream server: don't ask again
+        return self.derived_valid_actions() if p == "textcraft" else None
+
+    def derived_valid_actions(self) -> list[str] | None:
+        """TextCraft's menu from the listed commands and the steps seen (a reference server
+        has no /valid_actions), see :func:`~amc.envs.textcraft.actions.observed_menu`."""
+        steps = [(r.action, r.observation) for r in self.records]
+        return observed_menu(self.observation0, steps, self.done,
+                             lambda: load_book(self.suite.options.textcraft_recipes))
 
     def available_actions(self) -> dict[str, Any] | None:
         """WebShop's ``{"has_search_bar", "clickables"}``, or None if the server has none."""

@@ -25,7 +25,8 @@ endpoint                    request                   response
 from ``/step`` is the per-step increment. Every request is validated: an unknown id is a 404,
 stepping before ``/reset`` a 409, a bad task id a 400, a malformed body a 422, and more than
 ``max_envs`` live environments a 429 -- each with a one-line ``detail`` message, after which
-the server keeps serving. Bind 127.0.0.1 (the CLI's default): there is no authentication.
+the server keeps serving. Bind 127.0.0.1 (the CLI's default): there is no authentication;
+:func:`serve` runs an app and warns on stderr when it binds anything but a loopback address.
 ``GET /available_actions?id=`` (extension) returns the env's ``available_actions()`` (WebShop's
 ``{"has_search_bar", "clickables"}``) or null.
 """
@@ -33,6 +34,8 @@ the server keeps serving. Bind 127.0.0.1 (the CLI's default): there is no authen
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import sys
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -262,3 +265,28 @@ def create_app(
         return server.ids()
 
     return app
+
+
+def bind_warning(host: str) -> str | None:
+    """A one-line warning when ``host`` is not a loopback address, else None."""
+    try:
+        loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: only localhost is known to stay on this machine
+        loopback = host == "localhost"
+    if loopback:
+        return None
+    return (f"warning: binding {host}: anyone who can reach this port can create, step and "
+            "close environments (the server has no authentication); use 127.0.0.1 unless "
+            "that is intended")
+
+
+def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 36001, *,
+          allow_remote: bool = False) -> None:
+    """Serve ``app`` with uvicorn until interrupted; a non-loopback ``host`` is announced on
+    stderr (:func:`bind_warning`) unless ``allow_remote`` says it is intended."""
+    import uvicorn
+
+    msg = bind_warning(host)
+    if msg and not allow_remote:
+        print(msg, file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -28,7 +28,6 @@ Registered as environment ``sciworld``.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from typing import TypeVar
 from pydantic import Field
 
 from amc.config import Frozen
+from amc.envs.paper_splits import paper_split
 from amc.envs.sciworld.sim import (
     Py4JError,
     Py4JJavaError,
@@ -55,7 +55,6 @@ DETERMINISTIC_JAVA_OPTIONS = "-XX:+UnlockExperimentalVMOptions -XX:hashCode=2"
 """HotSpot flags giving every object the same identity hash code (see module docs)."""
 INVALID_OBSERVATION = "Invalid action! Please check the available actions and try again."
 DONE_OBSERVATION = "The task is over; no further actions are possible."
-REPO_ROOT = Path(__file__).resolve().parents[3]
 T = TypeVar("T")
 
 
@@ -78,7 +77,8 @@ class SciWorldOptions(Frozen):
     acquire_timeout_s: float = Field(600.0, gt=0)
     """How long a step may wait for a simulator when every one is busy."""
     splits_dir: Path | None = None
-    """Folder with sciworld_{train,test}_idx.json; default <repo>/../shared/data/splits."""
+    """Folder with sciworld_{train,test}_idx.json (JSON lists of game indices); default: the
+    paper's split shipped with the package (amc/envs/sciworld/paper_splits.json)."""
 
 
 @dataclass(frozen=True)
@@ -112,17 +112,6 @@ def game_table(variations: list[tuple[str, str, int]]) -> list[Game]:
         if task_id not in EXCLUDED_TASKS:
             games += [Game(len(games) + i, task_id, name, i) for i in range(n)]
     return games
-
-
-def splits_dir(options: SciWorldOptions) -> Path:
-    """Where the paper's split files are (explicit option, $AMC_SPLITS_DIR, shared data)."""
-    if options.splits_dir is not None:
-        return options.splits_dir
-    if os.environ.get("AMC_SPLITS_DIR"):
-        return Path(os.environ["AMC_SPLITS_DIR"])
-    # <repo>/../shared (the main checkout) or <repo>/../../shared (a worktree under wt/)
-    candidates = [root / "shared/data/splits" for root in (REPO_ROOT.parent, REPO_ROOT.parents[1])]
-    return next((c for c in candidates if c.is_dir()), candidates[0])
 
 
 class SciWorldEnv:
@@ -316,10 +305,13 @@ class SciWorldSuite:
     def task_ids(self, split: str) -> list[str]:
         if split not in ("train", "test"):
             raise ValueError(f"SciWorld has splits 'train' and 'test', not {split!r}")
-        path = splits_dir(self.options) / f"sciworld_{split}_idx.json"
+        if self.options.splits_dir is None:
+            return [str(i) for i in paper_split("sciworld", split)]
+        path = Path(self.options.splits_dir) / f"sciworld_{split}_idx.json"
         if not path.is_file():
             raise FileNotFoundError(
-                f"SciWorld split file not found: {path} (set env.options.splits_dir)"
+                f"SciWorld split file not found: {path} (fix env.options.splits_dir, or unset "
+                "it for the paper's split)"
             )
         ids = json.loads(path.read_text())
         if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):

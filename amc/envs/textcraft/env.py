@@ -14,6 +14,9 @@ N a, N b`` (the ingredient counts must match one recipe exactly; a tag ingredien
 ``planks`` must be given as a concrete item such as ``oak planks``; the output count is
 informational, a craft always yields the recipe's count) and ``inventory``. A failure gives a
 message, reward 0, and the episode continues; the episode is done once the goal is obtained.
+The parser (option ``parser``) is the reference server's, character for character, unless
+``lenient`` is chosen: see :mod:`amc.envs.textcraft.actions` (and ``docs/envs-textcraft.md``
+for what still differs from the reference).
 
 Rewards (``reward``): ``binary`` pays 1 when the goal is obtained (the paper's metric);
 ``dense`` pays the increments of the normalised inventory value of the AMC reference server
@@ -25,7 +28,6 @@ from sorted lists and a seeded numpy generator. Registered as environment ``text
 
 from __future__ import annotations
 
-import re
 import zlib
 from functools import lru_cache
 from pathlib import Path
@@ -35,7 +37,18 @@ import numpy as np
 from pydantic import Field
 
 from amc.config import Frozen
-from amc.envs.textcraft.recipes import RecipeBook, pretty, to_id
+from amc.envs.textcraft.actions import (
+    ActionFailed,
+    Craft,
+    Get,
+    Parser,
+    command_recipe,
+    item_id,
+    menu,
+    normalise,
+    parse,
+)
+from amc.envs.textcraft.recipes import RecipeBook, pretty
 from amc.envs.textcraft.sources import load_datapack, load_minecraft_data
 from amc.envs.textcraft.tasks import TaskSet
 from amc.registry import ENVIRONMENTS
@@ -70,6 +83,9 @@ class TextCraftOptions(Frozen):
     """Default split: drop goals whose planned solution needs more steps than this."""
     seed: int = 0
     """Seed of the distractor commands, their order and the default split."""
+    parser: Parser = "exact"
+    """exact: the reference server's action parser, character for character (the paper's);
+    lenient: case and extra whitespace ignored, ``get 0`` refused (inflates success rates)."""
 
 
 @lru_cache(maxsize=8)
@@ -80,13 +96,7 @@ def load_book(source: str, version: str = "1.16.1") -> RecipeBook:
     return load_datapack(Path(source).expanduser())
 
 
-_CRAFT = re.compile(r"^craft (.*) using (.*)$", re.I)
-_GET = re.compile(r"^get ([0-9]+) (.*)$", re.I)
-_COUNT = re.compile(r"^([0-9]+) (.*)$")
-
-
-class ActionFailed(Exception):
-    """An action that cannot be executed; its message is the observation."""
+__all__ = ["ActionFailed", "TextCraftEnv", "TextCraftOptions", "TextCraftSuite", "load_book"]
 
 
 class TextCraftEnv:
@@ -140,7 +150,7 @@ class TextCraftEnv:
             raise RuntimeError("reset() the environment before step()")
         if self.done:
             return EnvStep("The episode is over.", 0.0, True, {"error": "episode over"})
-        text = " ".join(action.strip().split())
+        text = normalise(action, self.options.parser)
         try:
             obs = self._execute(text)
         except ActionFailed as err:
@@ -150,40 +160,35 @@ class TextCraftEnv:
             self.done = True
         if self.options.reward == "binary":
             reward = 1.0 if self.done else 0.0
-        elif not text.lower().startswith("inventory"):
+        elif not obs.startswith("Inventory:"):
             new = 1.0 if self.done else self.book.inventory_value(
                 self.goal, self.inventory) / self._goal_value
             reward, self.progress = new - self.progress, new
         return EnvStep(obs, reward, self.done, {})
 
     def _execute(self, text: str) -> str:
-        if m := _CRAFT.match(text):
-            return self._craft(m.group(1), m.group(2))
-        if m := _GET.match(text):
-            return self._get(int(m.group(1)), m.group(2))
-        if text.lower().startswith("inventory"):
-            if not self.inventory:
-                return "Inventory: You are not carrying anything."
-            return "Inventory: " + " ".join(
-                f"[{pretty(i)}] ({n})" for i, n in self.inventory.items()) + " "
-        raise ActionFailed(f"Could not execute {text}")
+        act = parse(text, self.options.parser)
+        if isinstance(act, Craft):
+            return self._craft(act)
+        if isinstance(act, Get):
+            return self._get(act.n, act.item)
+        if not self.inventory:
+            return "Inventory: You are not carrying anything."
+        return "Inventory: " + " ".join(
+            f"[{pretty(i)}] ({n})" for i, n in self.inventory.items()) + " "
 
     def _get(self, n: int, item_text: str) -> str:
-        item = to_id(item_text)
-        if n < 1 or not self.book.is_base(item):
+        item = item_id(item_text, self.options.parser)
+        # the reference server adds 0 items for `get 0` (a success); lenient refuses it
+        if (n < 1 and self.options.parser == "lenient") or not self.book.is_base(item):
             raise ActionFailed(f"Could not find {item_text}")
         self.inventory[item] = self.inventory.get(item, 0) + n
         return f"Got {n} {item_text}"
 
-    def _craft(self, out_text: str, ins_text: str) -> str:
-        m = _COUNT.match(out_text.strip())
-        output = to_id(m.group(2) if m else out_text)
-        inputs: list[tuple[str, int]] = []
-        for part in ins_text.split(","):
-            pm = _COUNT.match(part.strip())
-            if not pm:
-                raise ActionFailed(f"Wrong item format: {part.strip()}")
-            inputs.append((to_id(pm.group(2)), int(pm.group(1))))
+    def _craft(self, act: Craft) -> str:
+        p = self.options.parser
+        output = item_id(act.output, p)
+        inputs = [(item_id(name, p), k) for name, k in act.inputs]
         if any(self.inventory.get(i, 0) < k for i, k in inputs):
             raise ActionFailed(f"Could not find enough items to craft {output}")
         recipe = self.book.match(output, inputs)
@@ -204,43 +209,26 @@ class TextCraftEnv:
         return env
 
     def valid_actions(self) -> list[str] | None:
-        """``inventory``, a get for each base ingredient of the listed commands (at each count
-        they use), and each listed craft the inventory can pay for (tags filled by the held
-        member with most items, then by id)."""
+        """The gets and listed crafts that can succeed now, and ``inventory``
+        (:func:`amc.envs.textcraft.actions.menu`); [] once the goal is obtained."""
         if self.goal is None:
             return None
         if self.done:
             return []
-        book = self.book
-        gets: set[tuple[str, int]] = set()
-        crafts: list[str] = []
-        for r in self.tasks_recipes():
-            for name, k in r.inputs:
-                if book.is_base(name):
-                    gets.add((name, k))
-            ins = []
-            for name, k in r.inputs:
-                held = [i for i in (name, *book.members(name)) if self.inventory.get(i, 0) >= k]
-                if not held:
-                    break
-                ins.append(f"{k} {pretty(min(held, key=lambda i: (-self.inventory[i], i)))}")
-            else:
-                crafts.append(f"craft {r.count} {pretty(r.output)} using {', '.join(ins)}")
-        out = [f"get {k} {pretty(n)}" for n, k in sorted(gets)]
-        return [*out, *sorted(set(crafts)), "inventory"]
+        return menu(self.tasks_recipes(), self.inventory, self.book)
 
     def tasks_recipes(self) -> list:
         """The recipes behind the listed commands (sorted)."""
-        return _listed_recipes(self.book, self.commands)
+        return _listed_recipes(self.commands)
 
     def close(self) -> None:
         self.closed = True
 
 
 @lru_cache(maxsize=4096)
-def _listed_recipes(book: RecipeBook, commands: tuple[str, ...]) -> list:
-    by_cmd = {r.command: r for rs in book.recipes.values() for r in rs}
-    return sorted((by_cmd[c] for c in set(commands) if c in by_cmd), key=lambda r: r.sort_key())
+def _listed_recipes(commands: tuple[str, ...]) -> list:
+    recipes = {r for c in commands if (r := command_recipe(c)) is not None}
+    return sorted(recipes, key=lambda r: r.sort_key())
 
 
 class TextCraftSuite:

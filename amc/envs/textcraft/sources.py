@@ -83,7 +83,10 @@ def load_datapack(directory: str | Path) -> RecipeBook:
     """Read ``*.json`` recipe files (vanilla datapack format) with TextCraft's rules."""
     d = Path(directory)
     if not d.is_dir():
-        raise FileNotFoundError(f"recipe directory not found: {d}")
+        raise FileNotFoundError(
+            f"recipe directory not found: {d}; run `amc fetch-textcraft --dest data/textcraft` "
+            "(recipe_source=data/textcraft/recipes) or use recipe_source=minecraft-data"
+        )
     files = sorted(d.glob("*.json"))
     if not files:
         raise ValueError(f"no *.json recipe files in {d}")

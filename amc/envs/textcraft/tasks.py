@@ -77,10 +77,13 @@ def plan(book: RecipeBook, goal: str) -> list[str]:
     return actions
 
 
+FETCH_HINT = "run `amc fetch-textcraft --dest data/textcraft` (splits_dir=data/textcraft/splits)"
+
+
 def read_depth_file(path: Path) -> list[tuple[str, int]]:
     """Rows of ``textcraft_crafting_depths.csv``: (item id, depth), tab-separated, in order."""
     if not path.is_file():
-        raise FileNotFoundError(f"TextCraft depth file not found: {path}")
+        raise FileNotFoundError(f"TextCraft depth file not found: {path}; {FETCH_HINT}")
     rows = []
     for n, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
@@ -95,7 +98,7 @@ def read_depth_file(path: Path) -> list[tuple[str, int]]:
 def read_ids(path: Path) -> list[int]:
     """One integer task id per line."""
     if not path.is_file():
-        raise FileNotFoundError(f"TextCraft split file not found: {path}")
+        raise FileNotFoundError(f"TextCraft split file not found: {path}; {FETCH_HINT}")
     out = []
     for n, line in enumerate(path.read_text().splitlines(), 1):
         if line.strip():

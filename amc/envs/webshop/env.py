@@ -44,6 +44,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from amc.config import Frozen
+from amc.envs.paper_splits import WEBSHOP_TEST_IDS, WEBSHOP_TRAIN_IDS
 from amc.envs.webshop.catalog import Catalog, load_catalog
 from amc.envs.webshop.reward import get_reward, noun_extractor
 from amc.registry import ENVIRONMENTS
@@ -54,8 +55,7 @@ PRODUCT_WINDOW = 10
 BUY = "buy now"
 FORCED_BUY_ACTION = "click[buy now]"
 SUB_PAGES = {"description": "Description", "features": "Features", "reviews": "Reviews"}
-TEST_IDS = tuple(range(5, 55))
-TRAIN_IDS = tuple(i for i in range(1501) if i not in TEST_IDS)
+TEST_IDS, TRAIN_IDS = WEBSHOP_TEST_IDS, WEBSHOP_TRAIN_IDS  # the paper's split
 
 _ACTION = re.compile(r"(.+)\[(.+)\]")  # the benchmark's parse: name[arg]
 

@@ -7,8 +7,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from amc.envs.textcraft.actions import inventory_after, observed_menu
 from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
 from amc.envs.textcraft.sources import load_datapack, load_minecraft_data
 from amc.envs.textcraft.tasks import plan, read_depth_file
@@ -140,7 +142,7 @@ def test_default_split_is_seeded() -> None:
 
 def test_deterministic_across_processes_and_hash_seeds(suite: TextCraftSuite) -> None:
     code = (
-        "from amc.envs.textcraft.env import *; s = TextCraftSuite(TextCraftOptions()); "
+        "from amc.envs.textcraft.env import *; s = TextCraftSuite(TextCraftOptions());"
         "e = s.make();"
         "import hashlib; print(hashlib.sha256('|'.join(e.reset(t) for t in "
         "s.task_ids('test')[:40]).encode()).hexdigest())"
@@ -192,3 +194,77 @@ def test_paper_split_goals_and_planner(recipes_dir: Path, splits_dir: Path) -> N
     assert sum(n <= 20 for n in steps) >= 26  # all but one fit the 20-step budget
     full = TextCraftSuite(opts.model_copy(update={"min_depth": 1}))
     assert (len(full.task_ids("test")), len(full.task_ids("train"))) == (100, 374)
+
+
+# ----- the reference server's parser (exact) and the opt-in lenient one -----
+# (action, observation with parser exact, observation with parser lenient), in a state holding
+# 1 oak log; an exact observation is what AgentGym's TextCraft server answers.
+PARSES = [
+    ("get 1 oak log", "Got 1 oak log", "Got 1 oak log"),
+    ("get 1  oak log", "Could not find  oak log", "Got 1 oak log"),
+    ("Get 1 oak log", "Could not execute Get 1 oak log", "Got 1 oak log"),
+    ("get 1 oak log ", "Could not find oak log ", "Got 1 oak log"),
+    (" get 1 oak log", "Could not execute  get 1 oak log", "Got 1 oak log"),
+    ("get 1 Oak Log", "Could not find Oak Log", "Got 1 Oak Log"),
+    ("get 0 oak log", "Got 0 oak log", "Could not find oak log"),
+    ("Inventory", "Could not execute Inventory", "Inventory: [oak log] (1) "),
+    ("inventory ", "Inventory: [oak log] (1) ", "Inventory: [oak log] (1) "),
+    ("craft 4 oak planks using 1 oak log ", "Crafted 4 minecraft:oak_planks",
+     "Crafted 4 minecraft:oak_planks"),  # the reference strips each ingredient
+    ("craft 4  oak planks using 1 oak log",  # no item ' oak planks' (the reference's text
+     "Could not find a valid recipe for  oak planks",  # here is a Python repr: see the docs)
+     "Crafted 4 minecraft:oak_planks"),
+    ("Craft 4 oak planks using 1 oak log", "Could not execute Craft 4 oak planks using 1 oak log",
+     "Crafted 4 minecraft:oak_planks"),
+    ("craft 4 oak planks using 1 oak  log", "Could not find enough items to craft "
+     "minecraft:oak_planks", "Crafted 4 minecraft:oak_planks"),
+]
+
+
+@pytest.mark.parametrize(("action", "exact", "lenient"), PARSES)
+def test_exact_parser_is_the_reference_servers(action: str, exact: str, lenient: str) -> None:
+    for parser, expected in (("exact", exact), ("lenient", lenient)):
+        env = TextCraftSuite(TextCraftOptions(parser=parser)).make()
+        env.reset("wooden pickaxe")
+        env.step("get 1 oak log")
+        r = env.step(action)
+        assert r.observation == expected, parser
+        assert ("error" in r.info) == (expected.startswith("Could")), parser
+
+
+def test_default_parser_is_exact_and_paper_config_pins_it() -> None:
+    assert TextCraftOptions().parser == "exact"
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "configs/paper-textcraft.yaml").read_text())
+    env = cfg.get("env", cfg)
+    assert env["options"]["parser"] == "exact"
+
+
+def test_get_zero_adds_an_empty_stack_as_the_reference() -> None:
+    env = TextCraftSuite(TextCraftOptions()).make()
+    env.reset("wooden pickaxe")
+    assert env.step("get 0 oak log").observation == "Got 0 oak log"
+    assert env.step("inventory").observation == "Inventory: [oak log] (0) "
+    assert env.step("craft 4 oak planks using 1 oak log").observation == (
+        "Could not find enough items to craft minecraft:oak_planks")
+
+
+def test_inventory_from_observed_steps_matches_the_env(suite: TextCraftSuite) -> None:
+    """What the AgentGym client rebuilds from (action, observation) pairs is the env's own
+    inventory, along random walks that mix valid, invalid and zero-count actions."""
+    rng = np.random.default_rng(7)
+    noise = ["get 0 oak log", "Get 1 oak log", "craft 4 stick using 2 planks", "dance"]
+    for task in suite.task_ids("test")[:12]:
+        env = suite.make()
+        obs0 = env.reset(task)
+        steps = []
+        for _ in range(15):
+            menu = env.valid_actions() or ["inventory"]
+            pool = [*menu, *noise]
+            action = pool[int(rng.integers(len(pool)))]
+            steps.append((action, env.step(action).observation))
+            assert inventory_after(steps) == env.inventory, (task, steps)
+            if env.done:
+                break
+        assert observed_menu(obs0, steps, env.done, lambda: suite.book) == env.valid_actions()

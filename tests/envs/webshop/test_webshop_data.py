@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import httpx
@@ -30,21 +29,20 @@ from amc.envs.webshop.data import (
     sha256_file,
 )
 
-# <repo root>/../shared/data/webshop holds the real attribute file where the checkout has one
-# (AMC_SHARED_DIR overrides <repo root>/../shared, e.g. for a worktree elsewhere).
-SHARED_WEBSHOP = (
-    Path(os.environ.get("AMC_SHARED_DIR", Path(__file__).resolve().parents[3] / ".." / "shared"))
-    / "data" / "webshop"
-)
-REAL_ATTRS = SHARED_WEBSHOP / ATTRIBUTES_FILE
-needs_real = pytest.mark.skipif(not REAL_ATTRS.is_file(), reason=f"{REAL_ATTRS} absent")
+
+@pytest.fixture(scope="module")
+def real_attrs(shared_data: Path) -> Path:
+    """WebShop's real attribute file in the reference data (skip where it is absent)."""
+    path = shared_data / "webshop" / ATTRIBUTES_FILE
+    if not path.is_file():
+        pytest.skip(f"{path} absent")
+    return path
 
 
-@needs_real
-def test_pins_match_the_shared_attribute_file() -> None:
+def test_pins_match_the_shared_attribute_file(real_attrs: Path) -> None:
     pin = CATALOG_PINS[ATTRIBUTES_FILE]
-    assert git_blob_sha1(REAL_ATTRS) == pin.git_blob_sha1
-    assert sha256_file(REAL_ATTRS) == pin.sha256
+    assert git_blob_sha1(real_attrs) == pin.git_blob_sha1
+    assert sha256_file(real_attrs) == pin.sha256
 
 
 def _generated_product(asin: str, i: int) -> dict:
@@ -59,9 +57,8 @@ def _generated_product(asin: str, i: int) -> dict:
     }
 
 
-@needs_real
-def test_synthetic_goals_build_from_the_real_attribute_file() -> None:
-    annotations = json.loads(REAL_ATTRS.read_text())
+def test_synthetic_goals_build_from_the_real_attribute_file(real_attrs: Path) -> None:
+    annotations = json.loads(real_attrs.read_text())
     products = [
         normalize_product(_generated_product(asin, i), annotations[asin])
         for i, asin in enumerate(annotations)
