@@ -18,6 +18,9 @@ def serve_env(
     = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port (AgentGym's default is 36001).")] = 36001,
     max_envs: Annotated[int, typer.Option(help="Most live environments at once.")] = 256,
+    allow_remote: Annotated[bool, typer.Option(
+        help="Bind a non-loopback --host without the warning (the server has no auth).")]
+    = False,
     option: Annotated[
         list[str] | None,
         typer.Option("--option", "-O", help="Environment option key=value (YAML value)."),
@@ -27,9 +30,7 @@ def serve_env(
     ] = None,
 ) -> None:
     """Serve a registered environment over AgentGym's HTTP protocol (plus /fork)."""
-    import uvicorn
-
-    from amc.envs.agentgym.server import create_app
+    from amc.envs.agentgym.server import create_app, serve
 
     opts = json.loads(options_json) if options_json else {}
     if not isinstance(opts, dict):
@@ -37,4 +38,4 @@ def serve_env(
     opts = apply_overrides(opts, option or [])
     application = create_app(name, opts, max_envs=max_envs)
     typer.echo(f"serving environment {name!r} on http://{host}:{port}", err=True)
-    uvicorn.run(application, host=host, port=port, log_level="warning")
+    serve(application, host, port, allow_remote=allow_remote)

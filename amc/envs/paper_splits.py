@@ -3,8 +3,8 @@
 Each benchmark package that has them holds ``paper_splits.json``: ``{"source": ..., "test":
 [...], "train": [...]}``, integer task ids (facts, with where they come from in ``source``), so
 a fresh clone runs the paper's tasks without any download. Larger third-party files (TextCraft's
-recipes and goal list, WebShop's catalog) are not here: ``amc fetch-textcraft`` and ``amc
-fetch-webshop`` download them with pinned hashes. WebShop's split is two ranges, so it is
+recipes and goal list, WebShop's catalog) are not here: ``amc fetch textcraft`` and
+``amc fetch webshop`` download them with pinned hashes. WebShop's split is two ranges, so it is
 written here as code (:data:`WEBSHOP_TEST_IDS`).
 """
 

@@ -60,7 +60,7 @@ class TextCraftOptions(Frozen):
 
     recipe_source: str = "minecraft-data"
     """'minecraft-data' (offline default, Minecraft 1.16.1) or a folder of datapack recipe
-    JSON files (the benchmark's own; `amc fetch-textcraft` downloads them)."""
+    JSON files (the benchmark's own; `amc fetch textcraft` downloads them)."""
     minecraft_version: str = "1.16.1"
     """minecraft-data version used when recipe_source == 'minecraft-data'."""
     reward: Literal["binary", "dense"] = "binary"

@@ -84,7 +84,7 @@ def load_datapack(directory: str | Path) -> RecipeBook:
     d = Path(directory)
     if not d.is_dir():
         raise FileNotFoundError(
-            f"recipe directory not found: {d}; run `amc fetch-textcraft --dest data/textcraft` "
+            f"recipe directory not found: {d}; run `amc fetch textcraft --dest data/textcraft` "
             "(recipe_source=data/textcraft/recipes) or use recipe_source=minecraft-data"
         )
     files = sorted(d.glob("*.json"))

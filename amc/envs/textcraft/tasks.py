@@ -77,7 +77,7 @@ def plan(book: RecipeBook, goal: str) -> list[str]:
     return actions
 
 
-FETCH_HINT = "run `amc fetch-textcraft --dest data/textcraft` (splits_dir=data/textcraft/splits)"
+FETCH_HINT = "run `amc fetch textcraft --dest data/textcraft` (splits_dir=data/textcraft/splits)"
 
 
 def read_depth_file(path: Path) -> list[tuple[str, int]]:
@@ -129,7 +129,7 @@ class TaskSet:
             if splits_dir is None:
                 raise ValueError(
                     "split 'paper' needs splits_dir (a folder with textcraft_*_ids.csv and "
-                    f"{DEPTHS_FILE}; `amc fetch-textcraft` downloads them)"
+                    f"{DEPTHS_FILE}; `amc fetch textcraft` downloads them)"
                 )
             d = Path(splits_dir)
             rows = read_depth_file(d / DEPTHS_FILE)

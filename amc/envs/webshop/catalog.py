@@ -1,6 +1,6 @@
 """The WebShop product catalog, its goals and its BM25 search index, loaded once and shared.
 
-A catalog directory holds the public WebShop files (``amc fetch-webshop`` downloads them):
+A catalog directory holds the public WebShop files (``amc fetch webshop`` downloads them):
 
 - ``items_shuffle_1000.json``: a list of scraped products (``asin``, ``name``,
   ``full_description``, ``small_description``, ``pricing`` such as ``"$12.99"`` or
@@ -79,7 +79,7 @@ def check_catalog(data_dir: Path, goals: Literal["synthetic", "human"] = "synthe
     if missing:
         raise MissingCatalogError(
             f"WebShop catalog in {data_dir} lacks {', '.join(missing)}; run "
-            f"`amc fetch-webshop --out {data_dir}` (see docs/envs-webshop.md)"
+            f"`amc fetch webshop --out {data_dir}` (see docs/envs-webshop.md)"
         )
 
 

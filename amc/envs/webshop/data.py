@@ -1,4 +1,4 @@
-"""Download and verify the public WebShop catalog files (``amc fetch-webshop``).
+"""Download and verify the public WebShop catalog files (``amc fetch webshop``).
 
 The 1,000-product setting needs ``items_shuffle_1000.json`` (products, ~4.5 MB) and
 ``items_ins_v2_1000.json`` (attributes and synthetic instructions, 147 kB); human goals also

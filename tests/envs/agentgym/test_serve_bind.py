@@ -32,3 +32,20 @@ def test_serve_warns_on_every_interface_unless_intended(monkeypatch, capsys) -> 
     assert capsys.readouterr().err == ""
     assert [(r["host"], r["port"]) for r in runs] == [
         ("0.0.0.0", 5000), ("127.0.0.1", 5001), ("0.0.0.0", 5002)]
+
+
+def test_serve_env_command_passes_host_and_the_flag(monkeypatch) -> None:
+    """`amc serve-env --host 0.0.0.0` warns through `serve`; --allow-remote silences it."""
+    from typer.testing import CliRunner
+
+    from amc.cli import app
+
+    runs: list[dict] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: runs.append(kw))
+    r = CliRunner().invoke(app, ["serve-env", "synthetic", "--host", "0.0.0.0", "--port", "5002"])
+    assert r.exit_code == 0, r.output
+    assert "warning: binding 0.0.0.0:" in r.output
+    r = CliRunner().invoke(app, ["serve-env", "synthetic", "--host", "0.0.0.0", "--port", "5003",
+                                 "--allow-remote"])
+    assert r.exit_code == 0 and "warning" not in r.output
+    assert [(kw["host"], kw["port"]) for kw in runs] == [("0.0.0.0", 5002), ("0.0.0.0", 5003)]

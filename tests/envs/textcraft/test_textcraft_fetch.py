@@ -1,4 +1,4 @@
-"""`amc fetch-textcraft`: checksum verification and placement, from local copies (no network)."""
+"""`amc fetch textcraft`: checksum verification and placement, from local copies (no network)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_tampered_files_are_rejected_and_nothing_is_placed(
     with pytest.raises(ValueError, match=r"verification|SHA-256"):
         fetch_textcraft(dest, from_dir=local_copy)
     assert not dest.exists()
-    r = CliRunner().invoke(app, ["fetch-textcraft", "--from-dir", str(local_copy),
+    r = CliRunner().invoke(app, ["fetch", "textcraft", "--from-dir", str(local_copy),
                                  "--dest", str(dest)])
     assert r.exit_code == 2 and r.output.startswith("error:")
 
@@ -73,7 +73,7 @@ def test_recipes_are_extracted_from_a_source_tarball(recipes_dir: Path) -> None:
 
 
 def test_cli_places_files(local_copy: Path, tmp_path: Path) -> None:
-    r = CliRunner().invoke(app, ["fetch-textcraft", "--from-dir", str(local_copy),
+    r = CliRunner().invoke(app, ["fetch", "textcraft", "--from-dir", str(local_copy),
                                  "--dest", str(tmp_path / "d")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "d" / "splits" / "textcraft_train_ids.csv").is_file()

@@ -208,7 +208,7 @@ def test_missing_catalog_names_files(tmp_path: Path) -> None:
         ENVIRONMENTS.build("webshop", {"data_dir": str(tmp_path)})
     msg = str(err.value)
     assert "items_shuffle_1000.json" in msg and "items_ins_v2_1000.json" in msg
-    assert "amc fetch-webshop" in msg and "items_human_ins" not in msg
+    assert "amc fetch webshop" in msg and "items_human_ins" not in msg
     with pytest.raises(MissingCatalogError, match=r"items_human_ins\.json"):
         load_catalog(str(tmp_path), goals="human")
 
