@@ -41,6 +41,8 @@ from amc.registry import VALUES
 from amc.smc.weights import logsumexp
 from amc.types import History, Step, Usage
 
+_ONE_CALL = Usage(calls=1)
+
 
 class RolloutValueOptions(Frozen):
     """Rollouts, budget and seed of the Monte-Carlo value."""
@@ -108,9 +110,15 @@ class RolloutValue:
 
     async def estimate(self, history: History) -> tuple[float, Usage]:
         """(f(s), usage) for one state, without the cache."""
+        returns, usage = await self.returns(history)
+        return (soft_mean(returns, self.beta) if returns.size else 0.0), usage
+
+    async def returns(self, history: History) -> tuple[np.ndarray, Usage]:
+        """The M rollouts' future rewards from a state (shape (M,); empty when nothing can
+        follow: a finished episode or no step left) and the prior's usage."""
         budget = self.options.max_steps - history.t
         if history.done or budget <= 0:
-            return 0.0, Usage()  # nothing can follow: the future reward is 0
+            return np.zeros(0), Usage()
         self.replay.state(history.task_id, history.actions, history.observation0)  # checks s
         rng = np.random.default_rng(state_entropy(self.options.seed, history))
         returns = np.zeros(self.options.n_rollouts)
@@ -118,29 +126,34 @@ class RolloutValue:
         for m in range(returns.size):  # sequential on one generator: order-independent
             returns[m], u = await self._rollout(history, budget, rng)
             usage = usage + u
-        return soft_mean(returns, self.beta), usage
+        return returns, usage
 
     async def _rollout(self, h: History, budget: int, rng: np.random.Generator
                        ) -> tuple[float, Usage]:
         """Future reward of one rollout of the prior from ``h``, stepping through the replay
         cache (a prior that shares the cache then finds each state already replayed)."""
-        total, usage = 0.0, Usage()
+        total, usage, calls = 0.0, Usage(), 0
+        steps, actions = h.steps, h.actions
         for _ in range(budget):
-            seen = h
+            seen = History(h.task_id, h.observation0, steps)  # what the driver would pass
             if self._wants_menu:
-                env = self.replay.state(h.task_id, h.actions)
-                seen = h.with_valid_actions(env.valid_actions())
+                env = self.replay.state(h.task_id, actions)
+                seen = seen.with_valid_actions(env.valid_actions())
             turn = await self.prior.propose(seen, rng)
-            usage = usage + turn.usage
+            if turn.usage == _ONE_CALL:  # the cheap priors' usage: count, skip the addition
+                calls += 1
+            else:
+                usage = usage + turn.usage
             if turn.error is not None:  # the driver retires such a particle: no more reward
                 break
-            _, res = self.replay.step(h.task_id, h.actions, turn.action)
+            _, res = self.replay.step(h.task_id, actions, turn.action)
             total += float(res.reward)
             if res.done:
                 break
-            h = h.extend(Step(turn.raw_text, turn.action, res.observation, float(res.reward),
-                              bool(res.done), turn.usage, dict(res.info)))
-        return total, usage
+            steps = (*steps, Step(turn.raw_text, turn.action, res.observation, float(res.reward),
+                                  bool(res.done), turn.usage, res.info))
+            actions = (*actions, turn.action)
+        return total, usage + Usage(calls=calls)
 
     async def aclose(self) -> None:
         self._cache.clear()
