@@ -21,9 +21,11 @@ even when the menu does not list it, because the environment accepts it (it is a
 a menu-prompted LLM). Its "optimal number of steps" is therefore the planner's, not a menu's.
 
 Planners (a function ``env -> next action | None`` per benchmark, plus optionally a memoised
-menu, :data:`PLANNERS`): TextCraft (:mod:`amc.envs.textcraft.planner`). A Monte-Carlo rollout
-value (:mod:`amc.value.rollout`) shares the prior's replay cache, so its rollouts' states are
-replayed once. Registered as prior ``planner-mix``.
+menu, :data:`PLANNERS`): TextCraft (:mod:`amc.envs.textcraft.planner`) and WebShop
+(:mod:`amc.envs.webshop.planner`: search, open the goal's product, choose its options, buy).
+SciWorld has none yet. A Monte-Carlo rollout value (:mod:`amc.value.rollout`) shares the
+prior's replay cache, so its rollouts' states are replayed once.
+Registered as prior ``planner-mix``.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class PlannerHooks:
 PLANNERS: dict[str, tuple[str, str | None]] = {
     "textcraft": ("amc.envs.textcraft.planner:textcraft_next_action",
                   "amc.envs.textcraft.planner:textcraft_menu"),
+    "webshop": ("amc.envs.webshop.planner:webshop_next_action", None),
 }
 """Environment name -> ``module:function`` of its planner and of its menu (None: the
 environment's own ``valid_actions``)."""
