@@ -117,6 +117,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.envs.textcraft.env",
     "amc.envs.agentgym.client",
     "amc.priors.random_valid",
+    "amc.priors.planner_mix",
     "amc.envs.webshop.env",
     "amc.envs.sciworld.env",
     "amc.value.simple",
@@ -124,6 +125,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.priors.embedded",
     "amc.priors.hf",
     "amc.value.scorers",
+    "amc.value.rollout",
 )
 
 _loaded = False

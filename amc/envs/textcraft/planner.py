@@ -1,0 +1,182 @@
+"""An optimal TextCraft planner that works from any inventory (the oracle of the planner-mix prior).
+
+The oracle :func:`~amc.envs.textcraft.tasks.plan` crafts the goal from an *empty* inventory:
+min-depth recipes, one concrete member per tag, each base item fetched once with its total
+count, each intermediate crafted ``ceil(demand / yield)`` times. :func:`next_action` extends it
+to any inventory (a random action may have fetched, crafted or consumed items): with the same
+recipe choices it totals the demand of every item over the recipe DAG, net of what is held
+(consumers before their ingredients, so a held intermediate also saves its ingredients), then
+
+1. fetches the first base item (sorted by id) still missing, with the exact missing count, else
+2. crafts the first item (ingredients before their consumers) that still needs crafting.
+
+From an empty inventory this reproduces :func:`plan` action for action, so a policy that always
+follows it solves a task in exactly ``len(plan(book, goal))`` steps; from any other inventory it
+takes the fewest actions the fixed recipe choices allow (items of another tag member than the
+planned one are not counted: the plan stays simple and always executable).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from math import ceil
+
+from amc.envs.textcraft.env import TextCraftEnv, _listed_recipes
+from amc.envs.textcraft.recipes import Recipe, RecipeBook, pretty
+from amc.envs.textcraft.tasks import concrete
+
+
+@dataclass(frozen=True)
+class GoalPlan:
+    """The fixed recipe choices for one goal, shared by every state of its episodes."""
+
+    goal: str
+    order: tuple[str, ...]
+    """Crafted items in post-order: ingredients before the items that use them."""
+    recipes: Mapping[str, Recipe]
+    """Crafted item -> its chosen (min-depth) recipe."""
+    inputs: Mapping[str, tuple[tuple[str, int], ...]]
+    """Crafted item -> its concrete ingredients (tag -> planned member) and counts per craft."""
+    base: tuple[str, ...]
+    """Base items the plan fetches, sorted by id."""
+
+
+@lru_cache(maxsize=4096)
+def goal_plan(book: RecipeBook, goal: str) -> GoalPlan:
+    """Recipe choices of :func:`~amc.envs.textcraft.tasks.plan` for ``goal`` (cached)."""
+    recipes: dict[str, Recipe] = {}
+    order: list[str] = []
+    base: set[str] = set()
+
+    def visit(item: str) -> None:
+        if item in recipes:
+            return
+        if book.is_base(item):
+            base.add(item)
+            return
+        r = book.best_recipe(item)
+        if r is None:
+            raise ValueError(f"{pretty(item)} cannot be crafted or fetched")
+        recipes[item] = r
+        for ing, _ in r.inputs:
+            visit(concrete(book, ing))
+        order.append(item)
+
+    visit(goal)
+    inputs = {i: tuple((concrete(book, n), k) for n, k in r.inputs) for i, r in recipes.items()}
+    return GoalPlan(goal, tuple(order), recipes, inputs, tuple(sorted(base)))
+
+
+def missing(gp: GoalPlan, inventory: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """(crafts still needed per item, base items still missing) to obtain the goal once."""
+    demand: dict[str, int] = defaultdict(int)
+    demand[gp.goal] = 1
+    crafts: dict[str, int] = {}
+    for item in reversed(gp.order):  # consumers before their ingredients
+        net = max(demand[item] - inventory.get(item, 0), 0)
+        crafts[item] = ceil(net / gp.recipes[item].count)
+        for ing, k in gp.inputs[item]:
+            demand[ing] += crafts[item] * k
+    short = {b: demand[b] - inventory.get(b, 0) for b in gp.base
+             if demand[b] > inventory.get(b, 0)}
+    return crafts, short
+
+
+def next_action(book: RecipeBook, goal: str, inventory: Mapping[str, int]) -> str | None:
+    """The next action of a shortest plan to ``goal`` from ``inventory`` (None: goal held)."""
+    if inventory.get(goal, 0) >= 1:
+        return None
+    if book.is_base(goal):
+        return f"get 1 {pretty(goal)}"
+    gp = goal_plan(book, goal)
+    crafts, short = missing(gp, inventory)
+    for b in gp.base:  # sorted, as plan() fetches them
+        if b in short:
+            return f"get {short[b]} {pretty(b)}"
+    for item in gp.order:
+        if crafts[item] > 0:
+            r = gp.recipes[item]
+            ins = ", ".join(f"{k} {pretty(n)}" for n, k in gp.inputs[item])
+            return f"craft {r.count} {pretty(item)} using {ins}"
+    raise AssertionError("unreachable: nothing missing but the goal is not held")
+
+
+def plan_length(book: RecipeBook, goal: str, inventory: Mapping[str, int] | None = None) -> int:
+    """Number of actions :func:`next_action` needs from ``inventory`` (empty: len(plan))."""
+    if inventory is not None and inventory.get(goal, 0) >= 1:
+        return 0
+    if book.is_base(goal):
+        return 1
+    crafts, short = missing(goal_plan(book, goal), inventory or {})
+    return len(short) + sum(crafts.values())
+
+
+def textcraft_next_action(env: object) -> str | None:
+    """Planner hook of the planner-mix prior: the next optimal action in a TextCraft episode."""
+    e = _checked(env)
+    return _next_action_memo(e.book, e.goal, tuple(sorted(e.inventory.items())))
+
+
+def textcraft_menu(env: object) -> list[str] | None:
+    """``env.valid_actions()``, computed from a per-task table and memoised by inventory (the
+    menu is a function of the listed commands, the inventory and whether the episode is over;
+    rollouts revisit the same inventories). Equal to the environment's own list (tested)."""
+    e = _checked(env)
+    if e.done:
+        return []
+    key = (e.book, e.commands, tuple(sorted(e.inventory.items())))
+    menu = _MENUS.get(key)
+    if menu is None:
+        menu = _MENUS[key] = _menu(_menu_table(e.book, e.commands), e.inventory)
+        if len(_MENUS) > _MENU_CACHE:
+            del _MENUS[next(iter(_MENUS))]  # drop the oldest entry (insertion order)
+    return list(menu)
+
+
+_MENU_CACHE = 65536
+_MENUS: dict[tuple, tuple[str, ...]] = {}
+_Slot = tuple[int, tuple[tuple[str, str], ...]]  # (count, ((candidate id, its text), ...))
+
+
+@lru_cache(maxsize=4096)
+def _menu_table(book: RecipeBook, commands: tuple[str, ...]
+                ) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[_Slot, ...]], ...]]:
+    """(the get actions, per listed recipe: its craft prefix and ingredient slots), the parts of
+    ``TextCraftEnv.valid_actions`` that do not depend on the inventory."""
+    recipes = _listed_recipes(book, commands)
+    gets = sorted({(n, k) for r in recipes for n, k in r.inputs if book.is_base(n)})
+    crafts = tuple(
+        (f"craft {r.count} {pretty(r.output)} using ",
+         tuple((k, tuple((i, pretty(i)) for i in (n, *book.members(n)))) for n, k in r.inputs))
+        for r in recipes)
+    return tuple(f"get {k} {pretty(n)}" for n, k in gets), crafts
+
+
+def _menu(table: tuple, inventory: Mapping[str, int]) -> tuple[str, ...]:
+    gets, recipes = table
+    crafts: set[str] = set()
+    for prefix, slots in recipes:
+        ins = []
+        for k, cands in slots:
+            held = [(-inventory[i], i, text) for i, text in cands if inventory.get(i, 0) >= k]
+            if not held:
+                break
+            ins.append(f"{k} {min(held)[2]}")  # the held member with most items, then by id
+        else:
+            crafts.add(prefix + ", ".join(ins))
+    return (*gets, *sorted(crafts), "inventory")
+
+
+@lru_cache(maxsize=65536)
+def _next_action_memo(book: RecipeBook, goal: str, inventory: tuple[tuple[str, int], ...]
+                      ) -> str | None:
+    return next_action(book, goal, dict(inventory))
+
+
+def _checked(env: object) -> TextCraftEnv:
+    if not isinstance(env, TextCraftEnv) or env.goal is None:
+        raise TypeError(f"the TextCraft planner needs a reset TextCraftEnv, got {type(env)}")
+    return env

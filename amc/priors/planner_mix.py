@@ -1,0 +1,135 @@
+"""A skill-controlled black-box prior: an optimal planner's action with probability q, else noise.
+
+At every step the prior flips a coin with the generator the driver passes: with probability
+``q`` it takes the next action of an optimal planner for the benchmark, otherwise a uniformly
+random action among the valid ones (the driver's menu when it attached one, else the replayed
+environment's). ``q = 1`` solves every task in the planner's number of steps; ``q = 0`` is the
+``random-valid`` prior in distribution; in between, the task success probability p of the
+prior is a smooth knob, which is what studying *when* SMC beats Best-of-N needs.
+
+It is a **simulation instrument**: thousands of runs per minute, zero tokens (each call is
+reported as one call of zero tokens). Its numbers say how the *method* behaves for a prior of a
+given skill; they are never results of an LLM agent.
+
+State. A prior only sees the history, so the planner's state is rebuilt by replaying the
+history's actions in a fresh episode of the task (:class:`~amc.envs.replay.ReplayCache`, with a
+cache of prefixes: one fork and one step per new action).
+
+Off-menu actions. TextCraft's menu offers ``get k item`` only at counts of a single recipe,
+while the planner fetches the total a plan needs at once; the prior takes the planner's action
+even when the menu does not list it, because the environment accepts it (it is a simulator, not
+a menu-prompted LLM). Its "optimal number of steps" is therefore the planner's, not a menu's.
+
+Planners (a function ``env -> next action | None`` per benchmark, plus optionally a memoised
+menu, :data:`PLANNERS`): TextCraft (:mod:`amc.envs.textcraft.planner`) and WebShop
+(:mod:`amc.envs.webshop.planner`: search, open the goal's product, choose its options, buy).
+SciWorld has none yet. A Monte-Carlo rollout value (:mod:`amc.value.rollout`) shares the
+prior's replay cache, so its rollouts' states are replayed once.
+Registered as prior ``planner-mix``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from amc.config import Frozen
+from amc.envs.replay import ReplayCache, build_suite
+from amc.protocols import Environment, EnvSuite
+from amc.registry import PRIORS
+from amc.types import INVALID_ACTION, AgentTurn, History, Usage
+
+Planner = Callable[[Environment], str | None]
+Menu = Callable[[Environment], list[str] | None]
+
+
+@dataclass(frozen=True)
+class PlannerHooks:
+    """What a benchmark offers the prior: its planner and, optionally, a faster menu."""
+
+    next_action: Planner
+    """The optimal next action in an episode's state (None: nothing left to do)."""
+    menu: Menu
+    """The state's valid actions (``env.valid_actions()``, possibly memoised)."""
+
+
+PLANNERS: dict[str, tuple[str, str | None]] = {
+    "textcraft": ("amc.envs.textcraft.planner:textcraft_next_action",
+                  "amc.envs.textcraft.planner:textcraft_menu"),
+    "webshop": ("amc.envs.webshop.planner:webshop_next_action", None),
+}
+"""Environment name -> ``module:function`` of its planner and of its menu (None: the
+environment's own ``valid_actions``)."""
+
+
+class PlannerMixOptions(Frozen):
+    """Skill and caching of the planner-mix prior."""
+
+    q: float = Field(0.5, ge=0.0, le=1.0)
+    """Skill: probability of taking the optimal planner's next action at each step."""
+    cache_size: int = Field(16384, ge=1)
+    """Replayed states kept (LRU over history prefixes; a value's rollouts add many)."""
+
+
+def load_planner(env_name: str) -> PlannerHooks:
+    """The planner hooks of a benchmark (a clear error when there are none)."""
+    if env_name not in PLANNERS:
+        raise ValueError(f"planner-mix has planners for {', '.join(sorted(PLANNERS))}; "
+                         f"not for {env_name!r}")
+    planner, menu = PLANNERS[env_name]
+    return PlannerHooks(_resolve(planner), _resolve(menu) if menu else _own_menu)
+
+
+def _resolve(ref: str) -> Callable[..., Any]:
+    module, func = ref.split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def _own_menu(env: Environment) -> list[str] | None:
+    return env.valid_actions()
+
+
+class PlannerMixPrior:
+    """With probability q the planner's action, else a uniformly random valid action."""
+
+    wants_valid_actions = False  # the replayed environment lists them, only when needed
+
+    def __init__(self, suite: EnvSuite, hooks: PlannerHooks, options: PlannerMixOptions) -> None:
+        self.suite, self.hooks, self.options = suite, hooks, options
+        self.replay = ReplayCache(suite, options.cache_size)  # a rollout value shares it
+
+    async def propose(self, history: History, rng: np.random.Generator) -> AgentTurn:
+        env = self.replay.state(history.task_id, history.actions, history.observation0)
+        # always draw the coin first, so q only moves the threshold on the same draws
+        if rng.random() < self.options.q:
+            action = self.hooks.next_action(env)
+            if action is not None:
+                return _turn(action)
+        menu = history.valid_actions
+        if menu is None:
+            menu = tuple(self.hooks.menu(env) or ())
+        if not menu:
+            return AgentTurn(raw_text="", action=INVALID_ACTION, usage=Usage(calls=1))
+        return _turn(menu[int(rng.integers(len(menu)))])
+
+    async def aclose(self) -> None:
+        self.replay.clear()
+        self.suite.close()
+
+
+def _turn(action: str) -> AgentTurn:
+    # same text for planner and random actions: nothing downstream can tell them apart
+    return AgentTurn(raw_text=f"Action: {action}", action=action, usage=Usage(calls=1))
+
+
+@PRIORS.register("planner-mix", options=PlannerMixOptions)
+def make_planner_mix_prior(options: PlannerMixOptions, *, env_name: str = "",
+                           env_options: Any = None, **_: object) -> PlannerMixPrior:
+    """Optimal planner's action with probability q, else uniformly random valid (simulation)."""
+    hooks = load_planner(env_name)
+    return PlannerMixPrior(build_suite(env_name, env_options), hooks, options)

@@ -1,0 +1,170 @@
+"""A Monte-Carlo upper-bound value: f(s) from M rollouts of the prior itself from state s.
+
+The optimal twist of SMC is the soft value of the future reward under the prior,
+
+    f*(s) = beta * log E_pi[ exp(R_future(s) / beta) | s ],
+
+(``beta`` -> infinity gives the mean future reward). With a cheap prior it can simply be
+estimated: replay the history in a fresh episode, run M rollouts of the run's prior from there
+until they finish or the step budget ends (``max_steps - t`` more steps), and take
+
+    f(s) = beta * log( (1/M) * sum_m exp(R_m / beta) ).
+
+This is not a practical value (M rollouts per particle state cost far more prior calls than the
+particles themselves); it is the ceiling a perfect learned V_theta would reach, so that a sweep
+separates "the value is weak" from "the method has no room". The estimate is biased low for
+finite M (Jensen) and exact as M grows.
+
+Determinism: each state's rollouts use one generator seeded from (``seed``, task id, actions),
+so f is a function of the state alone: it never depends on the order of calls, and identical
+particle states get identical values (also cached). Rollouts step through a
+:class:`~amc.envs.replay.ReplayCache` (the prior's own when it has one, as ``planner-mix`` does),
+so the prior finds every rollout state already replayed. Usage: the rollouts' prior turns are
+reported through ``score_with_usage`` (zero tokens for the simulated priors, one call each), so
+a task's record shows how many prior calls the value made. Registered as value ``rollout``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from amc.config import Frozen
+from amc.envs.replay import ReplayCache, build_suite
+from amc.protocols import EnvSuite, Prior
+from amc.registry import VALUES
+from amc.smc.weights import logsumexp
+from amc.types import History, Step, Usage
+
+_ONE_CALL = Usage(calls=1)
+
+
+class RolloutValueOptions(Frozen):
+    """Rollouts, budget and seed of the Monte-Carlo value."""
+
+    n_rollouts: int = Field(16, ge=1)
+    """M, the rollouts of the prior per particle state."""
+    max_steps: int = Field(ge=1)
+    """The run's step budget (smc.max_steps): a rollout from step t takes at most
+    max_steps - t steps, as the particle itself would."""
+    seed: int = 0
+    """Seed of the rollouts (combined with the state, so f is a function of the state)."""
+    cache_size: int = Field(65536, ge=0)
+    """Values kept per state (LRU; 0 disables). Exact: f is a function of the state."""
+    replay_cache_size: int = Field(16384, ge=1)
+    """Replayed states kept (LRU over history prefixes) when the prior has no replay cache of
+    its own to share."""
+
+
+def soft_mean(returns: np.ndarray, beta: float) -> float:
+    """beta * log mean exp(returns / beta), computed stably (shape (M,) -> scalar)."""
+    if returns.size == 0:
+        raise ValueError("soft_mean needs at least one return")
+    return float(beta * (logsumexp(returns / beta) - np.log(returns.size)))
+
+
+def state_entropy(seed: int, history: History) -> list[int]:
+    """Entropy for one state's rollouts: stable across processes (no Python hash)."""
+    blob = "\x1f".join((history.task_id, *history.actions)).encode()
+    return [int(seed), int.from_bytes(hashlib.sha256(blob).digest()[:8], "little")]
+
+
+class RolloutValue:
+    """f(s) = beta log mean exp(R_m / beta) over M rollouts of ``prior`` from s."""
+
+    def __init__(self, suite: EnvSuite, prior: Prior, beta: float,
+                 options: RolloutValueOptions) -> None:
+        self.suite, self.prior, self.beta, self.options = suite, prior, beta, options
+        shared = getattr(prior, "replay", None)  # the planner-mix prior's cache, if any
+        self.replay = (shared if isinstance(shared, ReplayCache) and shared.suite.name == suite.name
+                       else ReplayCache(suite, options.replay_cache_size))
+        self._cache: OrderedDict[tuple[str, tuple[str, ...]], float] = OrderedDict()
+        self._wants_menu = bool(getattr(prior, "wants_valid_actions", False))
+
+    async def score(self, histories: Sequence[History]) -> list[float]:
+        return (await self.score_with_usage(histories))[0]
+
+    async def score_with_usage(self, histories: Sequence[History]
+                               ) -> tuple[list[float], Usage]:
+        """One value per history, and the usage of every prior turn the rollouts took."""
+        out, usage = [], Usage()
+        for h in histories:
+            key = (h.task_id, h.actions)
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                out.append(self._cache[key])
+                continue
+            f, u = await self.estimate(h)
+            out.append(f)
+            usage = usage + u
+            if self.options.cache_size:
+                self._cache[key] = f
+                while len(self._cache) > self.options.cache_size:
+                    self._cache.popitem(last=False)
+        return out, usage
+
+    async def estimate(self, history: History) -> tuple[float, Usage]:
+        """(f(s), usage) for one state, without the cache."""
+        returns, usage = await self.returns(history)
+        return (soft_mean(returns, self.beta) if returns.size else 0.0), usage
+
+    async def returns(self, history: History) -> tuple[np.ndarray, Usage]:
+        """The M rollouts' future rewards from a state (shape (M,); empty when nothing can
+        follow: a finished episode or no step left) and the prior's usage."""
+        budget = self.options.max_steps - history.t
+        if history.done or budget <= 0:
+            return np.zeros(0), Usage()
+        self.replay.state(history.task_id, history.actions, history.observation0)  # checks s
+        rng = np.random.default_rng(state_entropy(self.options.seed, history))
+        returns = np.zeros(self.options.n_rollouts)
+        usage = Usage()
+        for m in range(returns.size):  # sequential on one generator: order-independent
+            returns[m], u = await self._rollout(history, budget, rng)
+            usage = usage + u
+        return returns, usage
+
+    async def _rollout(self, h: History, budget: int, rng: np.random.Generator
+                       ) -> tuple[float, Usage]:
+        """Future reward of one rollout of the prior from ``h``, stepping through the replay
+        cache (a prior that shares the cache then finds each state already replayed)."""
+        total, usage, calls = 0.0, Usage(), 0
+        steps, actions = h.steps, h.actions
+        for _ in range(budget):
+            seen = History(h.task_id, h.observation0, steps)  # what the driver would pass
+            if self._wants_menu:
+                env = self.replay.state(h.task_id, actions)
+                seen = seen.with_valid_actions(env.valid_actions())
+            turn = await self.prior.propose(seen, rng)
+            if turn.usage == _ONE_CALL:  # the cheap priors' usage: count, skip the addition
+                calls += 1
+            else:
+                usage = usage + turn.usage
+            if turn.error is not None:  # the driver retires such a particle: no more reward
+                break
+            _, res = self.replay.step(h.task_id, actions, turn.action)
+            total += float(res.reward)
+            if res.done:
+                break
+            steps = (*steps, Step(turn.raw_text, turn.action, res.observation, float(res.reward),
+                                  bool(res.done), turn.usage, res.info))
+            actions = (*actions, turn.action)
+        return total, usage + Usage(calls=calls)
+
+    async def aclose(self) -> None:
+        self._cache.clear()
+        self.suite.close()
+
+
+@VALUES.register("rollout", options=RolloutValueOptions)
+def make_rollout_value(options: RolloutValueOptions, *, env_name: str = "",
+                       env_options: Any = None, beta: float = 1.0, prior: Prior | None = None,
+                       **_: object) -> RolloutValue:
+    """Monte-Carlo soft value from M rollouts of the run's prior (an upper-bound instrument)."""
+    if prior is None:
+        raise ValueError("the rollout value needs the run's prior (factory context prior=)")
+    return RolloutValue(build_suite(env_name, env_options), prior, beta, options)
