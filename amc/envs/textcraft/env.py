@@ -219,14 +219,15 @@ class TextCraftEnv:
 
     def tasks_recipes(self) -> list:
         """The recipes behind the listed commands (sorted)."""
-        return _listed_recipes(self.commands)
+        return listed_recipes(self.commands)
 
     def close(self) -> None:
         self.closed = True
 
 
 @lru_cache(maxsize=4096)
-def _listed_recipes(commands: tuple[str, ...]) -> list:
+def listed_recipes(commands: tuple[str, ...]) -> list:
+    """The recipes behind an episode's listed crafting commands, sorted (cached per task)."""
     recipes = {r for c in commands if (r := command_recipe(c)) is not None}
     return sorted(recipes, key=lambda r: r.sort_key())
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from math import ceil
 
-from amc.envs.textcraft.env import TextCraftEnv, _listed_recipes
+from amc.envs.textcraft.actions import menu
+from amc.envs.textcraft.env import TextCraftEnv, listed_recipes
 from amc.envs.textcraft.recipes import Recipe, RecipeBook, pretty
 from amc.envs.textcraft.tasks import concrete
 
@@ -121,53 +122,22 @@ def textcraft_next_action(env: object) -> str | None:
 
 
 def textcraft_menu(env: object) -> list[str] | None:
-    """``env.valid_actions()``, computed from a per-task table and memoised by inventory (the
-    menu is a function of the listed commands, the inventory and whether the episode is over;
-    rollouts revisit the same inventories). Equal to the environment's own list (tested)."""
+    """``env.valid_actions()`` (:func:`amc.envs.textcraft.actions.menu`), memoised by
+    (recipes, commands, inventory): rollouts revisit the same inventories."""
     e = _checked(env)
     if e.done:
         return []
     key = (e.book, e.commands, tuple(sorted(e.inventory.items())))
-    menu = _MENUS.get(key)
-    if menu is None:
-        menu = _MENUS[key] = _menu(_menu_table(e.book, e.commands), e.inventory)
+    found = _MENUS.get(key)
+    if found is None:
+        found = _MENUS[key] = tuple(menu(listed_recipes(e.commands), e.inventory, e.book))
         if len(_MENUS) > _MENU_CACHE:
             del _MENUS[next(iter(_MENUS))]  # drop the oldest entry (insertion order)
-    return list(menu)
+    return list(found)
 
 
 _MENU_CACHE = 65536
 _MENUS: dict[tuple, tuple[str, ...]] = {}
-_Slot = tuple[int, tuple[tuple[str, str], ...]]  # (count, ((candidate id, its text), ...))
-
-
-@lru_cache(maxsize=4096)
-def _menu_table(book: RecipeBook, commands: tuple[str, ...]
-                ) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[_Slot, ...]], ...]]:
-    """(the get actions, per listed recipe: its craft prefix and ingredient slots), the parts of
-    ``TextCraftEnv.valid_actions`` that do not depend on the inventory."""
-    recipes = _listed_recipes(book, commands)
-    gets = sorted({(n, k) for r in recipes for n, k in r.inputs if book.is_base(n)})
-    crafts = tuple(
-        (f"craft {r.count} {pretty(r.output)} using ",
-         tuple((k, tuple((i, pretty(i)) for i in (n, *book.members(n)))) for n, k in r.inputs))
-        for r in recipes)
-    return tuple(f"get {k} {pretty(n)}" for n, k in gets), crafts
-
-
-def _menu(table: tuple, inventory: Mapping[str, int]) -> tuple[str, ...]:
-    gets, recipes = table
-    crafts: set[str] = set()
-    for prefix, slots in recipes:
-        ins = []
-        for k, cands in slots:
-            held = [(-inventory[i], i, text) for i, text in cands if inventory.get(i, 0) >= k]
-            if not held:
-                break
-            ins.append(f"{k} {min(held)[2]}")  # the held member with most items, then by id
-        else:
-            crafts.add(prefix + ", ".join(ins))
-    return (*gets, *sorted(crafts), "inventory")
 
 
 @lru_cache(maxsize=65536)
