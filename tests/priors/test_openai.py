@@ -120,25 +120,30 @@ async def test_rerun_with_same_seed_is_answered_from_the_cache(tmp_path):
         second = prior(srv, cache_path=str(tmp_path / "r.sqlite"))
         b = await run_particles(second, n=4, steps=5, seed=11)
         assert actions(a) == actions(b) and srv.counts["requests"] == calls
-        assert second.ledger.cache_hits == calls and second.ledger.run.calls == 0
+        # replayed usage by default: the rerun reports what the calls cost, sending none
+        assert second.ledger.cache_hits == calls and second.ledger.run == first.ledger.run
         c = await run_particles(second, n=4, steps=5, seed=12)  # new seed: new calls
         assert srv.counts["requests"] > calls and c
         await second.aclose()
 
 
-async def test_cache_replays_usage_when_asked(tmp_path):
+async def test_cache_replays_usage_by_default_and_can_report_zero(tmp_path):
     with LoopbackServer() as srv:
         first = prior(srv, cache_path=str(tmp_path / "r.sqlite"))
         await run_particles(first, n=3, steps=4, seed=5)
         spent, calls = first.ledger.run, srv.counts["requests"]
         await first.aclose()
-        replay = prior(srv, cache_path=str(tmp_path / "r.sqlite"), cache_replays_usage=True)
+        replay = prior(srv, cache_path=str(tmp_path / "r.sqlite"))
         await run_particles(replay, n=3, steps=4, seed=5)
         assert srv.counts["requests"] == calls and replay.ledger.cache_hits == calls
         # the replayed ledger equals what the calls cost the first time, task by task
         assert replay.ledger.run.total_tokens == spent.total_tokens > 0
         assert replay.ledger.run.calls == spent.calls == calls
         await replay.aclose()
+        paid = prior(srv, cache_path=str(tmp_path / "r.sqlite"), cache_replays_usage=False)
+        await run_particles(paid, n=3, steps=4, seed=5)
+        assert paid.ledger.cache_hits == calls and paid.ledger.run.total_tokens == 0
+        await paid.aclose()
 
 
 async def test_limiter_caps_requests_in_flight():
