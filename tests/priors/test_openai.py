@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from amc.priors.loopback import LoopbackServer
+from amc.priors.loopback import Faults, LoopbackServer
 from amc.priors.openai import OpenAIOptions, OpenAIPrior
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, History
@@ -74,6 +74,31 @@ async def test_faults_change_nothing_but_the_retry_count(clean_server, faulty_se
     assert clean.ledger.run.retries == 0
     await clean.aclose()
     await faulty.aclose()
+
+
+@pytest.mark.parametrize("kind", ["truncated", "empty", "null", "drop"])
+async def test_damaged_200_answers_are_retried_and_change_nothing(clean_server, kind):
+    """30% of answers cut short, without choices, with null content or dropped mid-body."""
+    clean = prior(clean_server, cache=False)
+    a = await run_particles(clean, n=6, steps=5, seed=4)
+    with LoopbackServer(faults=Faults(**{f"rate_{kind}": 0.3}, seed=2)) as srv:
+        damaged = prior(srv, cache=False)
+        b = await run_particles(damaged, n=6, steps=5, seed=4)  # raises if a particle failed
+        assert srv.counts[kind] >= 3 and damaged.ledger.run.retries == srv.counts[kind]
+        await damaged.aclose()
+    assert actions(a) == actions(b)
+    await clean.aclose()
+
+
+@pytest.mark.parametrize("kind", ["truncated", "empty", "null"])
+async def test_always_damaged_answers_fail_the_particle_after_the_retries(kind):
+    with LoopbackServer(faults=Faults(**{f"rate_{kind}": 1.0})) as srv:
+        p = prior(srv, max_retries=2, backoff_base_s=0.001)
+        turn = await p.propose(H, np.random.default_rng(0))
+        assert turn.error.startswith("gave up after 2 retries: malformed response")
+        assert turn.action == INVALID_ACTION and srv.counts["requests"] == 3
+        assert len(p.cache) == 0  # a damaged answer is never cached
+        await p.aclose()
 
 
 async def test_401_fails_fast_with_one_clear_message(monkeypatch):
