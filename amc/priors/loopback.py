@@ -201,8 +201,10 @@ class LoopbackServer:
         import uvicorn
 
         self.port = self.port or free_port()
+        # a dropped connection is an error inside uvicorn by design: do not print its traceback
+        level = "critical" if self.faults.rate_drop else "warning"
         config = uvicorn.Config(self.app(), host="127.0.0.1", port=self.port,
-                                log_level="warning", access_log=False)
+                                log_level=level, access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
