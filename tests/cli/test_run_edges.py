@@ -138,3 +138,19 @@ def test_paper_configs_report_replayed_usage():
     for path in paths:
         cfg = load_run_config(path)
         assert PRIORS.validate(cfg.prior.name, cfg.prior.options).cache_replays_usage, path.name
+
+
+def test_failed_records_of_older_versions_are_rerun_not_kept(tmp_path):
+    out = ["--out", str(tmp_path), "-m", "smc"]
+    assert runner.invoke(app, [*ARGS, *out]).exit_code == 0
+    f = results_path(tmp_path, "smc", 0)
+    recs = [json.loads(x) for x in f.read_text().splitlines()]
+    good = recs[1]["metrics"]
+    recs[1]["failures"] = [{"t": 1, "particle": 0, "error": "authentication failed (401)"}]
+    recs[1]["metrics"] = {**good, "selected_reward": 0.0}  # the damaged score it came with
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert runner.invoke(app, [*ARGS, *out]).exit_code == 0
+    again = list(read_jsonl(f))
+    assert sorted(r["task_id"] for r in again) == ["0", "1", "2"]  # rerun once, not twice
+    redone = next(r for r in again if r["task_id"] == recs[1]["task_id"])
+    assert redone["failures"] == [] and redone["metrics"] == good
