@@ -112,28 +112,43 @@ def check_writable(out_dir: str | Path) -> Path:
 
 @contextlib.contextmanager
 def lock_outputs(paths: Sequence[Path]) -> Iterator[None]:
-    """Hold an exclusive, non-blocking ``flock`` on ``<path>.lock`` for each path.
+    """Hold an exclusive, non-blocking ``flock`` on ``.<name>.lock`` next to each path.
 
     Raises :class:`OutputInUse` at once if another holder exists (another ``amc run`` on the
     same ``--out``, or two workers given the same unit). Locks drop when the block ends or the
-    process dies; the lock files stay (empty of meaning without a holder).
+    process dies (even by ``kill -9``: the kernel releases them). A clean exit removes the lock
+    files, so they do not linger in (DVC-tracked) output folders.
     """
     with contextlib.ExitStack() as stack:
         for path in paths:
-            lock = path.with_name(path.name + ".lock")
-            f = stack.enter_context(open(lock, "a+"))
-            try:
-                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                f.seek(0)
-                holder = f.read().strip() or "another process"
-                raise OutputInUse(f"{path} is being written by {holder}; wait for that run or "
-                                  "use another --out") from None
-            f.seek(0)
-            f.truncate()
-            f.write(f"pid {os.getpid()}\n")
-            f.flush()
+            _lock_one(stack, path.with_name(f".{path.name}.lock"), path)
         yield
+
+
+def _lock_one(stack: contextlib.ExitStack, lock: Path, path: Path) -> None:
+    """Lock ``lock`` for ``path`` on ``stack`` (released and removed when the stack closes)."""
+    while True:
+        f = open(lock, "a+")  # noqa: SIM115 -- kept open on the stack once locked
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            f.close()
+            raise OutputInUse(f"{path} is being written by {holder}; wait for that run or "
+                              "use another --out") from None
+        try:  # the previous holder may have removed the file between our open and lock
+            same = os.stat(lock).st_ino == os.fstat(f.fileno()).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        f.close()
+    stack.enter_context(f)
+    f.truncate(0)
+    f.write(f"pid {os.getpid()}\n")
+    f.flush()
+    stack.callback(lock.unlink, missing_ok=True)  # runs before the close: still locked
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:

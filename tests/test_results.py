@@ -78,7 +78,8 @@ def test_output_lock_is_exclusive_and_released(tmp_path):
         with lock_outputs([b]):  # other files stay free, b's partial lock was undone
             pass
     with lock_outputs([a, b]):  # released on exit
-        pass
+        assert len(list(tmp_path.glob(".*.lock"))) == 2
+    assert not list(tmp_path.glob(".*.lock"))  # no litter in (DVC-tracked) output folders
 
 
 def test_unwritable_out_is_a_one_line_error(tmp_path):
