@@ -164,8 +164,10 @@ def main() -> None:
         f"`python benchmarks/bench_faults.py` -- OpenAI prior against the loopback toy server "
         f"through `run_methods` ({', '.join(METHODS)}; synthetic tree, {args.tasks} tasks, 4 "
         "steps; 3 retries with 20-200 ms backoff, 1 s timeout). The first run suffers the "
-        "faults; the rerun is what a user does next. *Identical*: every task's metrics equal "
-        "a clean run's.",
+        "faults; the rerun is what a user does next. *Retries* are those inside saved results "
+        "(a failed task is not a result). *Rerun requests* can be 0: a failed react task's "
+        "calls are bon's first particle's calls (common random numbers), which the response "
+        "cache answers. *Identical*: every task's metrics equal a clean run's.",
         "",
         md_table(["scenario", "faults injected", "retries", "failed tasks (1st run)",
                   "rerun requests", "lost", "duplicated", "identical to clean"], rows),
