@@ -134,8 +134,20 @@ class RunConfig(Frozen):
     """Tasks in flight at once."""
     max_concurrent_particles: int = Field(64, ge=1)
     """Particle steps (proposal + env step) in flight at once, across all tasks."""
-    out_dir: Path = Path("runs/latest")
-    """Where per-(method, seed) JSON-lines results are written."""
+    out_dir: Path | None = None
+    """Where per-(method, seed) JSON-lines results are written; None = a folder per
+    configuration, runs/<env>-<hash of env, prior, smc, value, values>, so a changed flag never
+    meets results of another configuration."""
+
+    @model_validator(mode="after")
+    def _default_out_dir(self) -> RunConfig:
+        if self.out_dir is not None:
+            return self
+        what = self.model_dump(mode="json", include={"env", "prior", "smc", "value", "values"})
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self.env.name)
+        # a derived default of a frozen model: set once, here, before anyone can read it
+        object.__setattr__(self, "out_dir", Path("runs") / f"{safe}-{config_hash(what)}")
+        return self
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:

@@ -4,17 +4,24 @@ A run directory holds one file per (method, seed), ``<method>__seed<k>.jsonl``. 
 most the tasks in flight; re-running reads the file and skips the task ids already present
 (resume). A torn last line (killed mid-write) is ignored and rewritten. Files are never
 rewritten in place except by :func:`write_json_atomic` (write to a temp file, then rename).
+
+A task that failed (its agent's endpoint failed for good, or it raised) is not a result: it goes
+to ``<method>__seed<k>.failures.jsonl`` with its error, so the next run retries it. One run at
+a time writes a (method, seed): :func:`lock_outputs` holds an exclusive ``flock`` on a lock file
+next to each results file (the kernel releases it when the process ends, even on ``kill -9``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +34,18 @@ def results_path(out_dir: str | Path, method: str, seed: int) -> Path:
     return Path(out_dir) / f"{safe}__seed{seed}.jsonl"
 
 
-def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Records of a JSON-lines file; a torn (unparseable) last line is skipped."""
+def failures_path(out_dir: str | Path, method: str, seed: int) -> Path:
+    """The failed-tasks file of one (method, seed) in ``out_dir`` (next to its results)."""
+    res = results_path(out_dir, method, seed)
+    return res.with_name(res.name.removesuffix(".jsonl") + ".failures.jsonl")
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, record)`` of a JSON-lines file of objects; a torn last line is skipped.
+
+    A corrupt line elsewhere, or a line that is not a JSON object, is a ``ValueError`` naming
+    ``file:line``.
+    """
     p = Path(path)
     if not p.exists():
         return
@@ -37,11 +54,20 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            rec = json.loads(line)
         except json.JSONDecodeError:
             if k == len(lines) - 1:
                 return  # torn write from a crash; the task reruns
             raise ValueError(f"{p}:{k + 1}: corrupt results line") from None
+        if not isinstance(rec, dict):
+            raise ValueError(f"{p}:{k + 1}: results line is a {type(rec).__name__}, not an object")
+        yield k + 1, rec
+
+
+def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Records of a JSON-lines file of objects (see :func:`iter_jsonl`)."""
+    for _, rec in iter_jsonl(path):
+        yield rec
 
 
 def repair_tail(path: str | Path) -> None:
@@ -65,6 +91,64 @@ def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
         f.write(line)
         f.flush()
         os.fsync(f.fileno())
+
+
+class OutputInUse(ValueError):
+    """Another process (or task) is writing the same results file."""
+
+
+def check_writable(out_dir: str | Path) -> Path:
+    """Create ``out_dir`` if needed and prove a file can be written there (before any work)."""
+    p = Path(out_dir)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=p, prefix=".write-test.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise ValueError(f"cannot write results to {p}: {err.strerror or err}") from None
+    return p
+
+
+@contextlib.contextmanager
+def lock_outputs(paths: Sequence[Path]) -> Iterator[None]:
+    """Hold an exclusive, non-blocking ``flock`` on ``.<name>.lock`` next to each path.
+
+    Raises :class:`OutputInUse` at once if another holder exists (another ``amc run`` on the
+    same ``--out``, or two workers given the same unit). Locks drop when the block ends or the
+    process dies (even by ``kill -9``: the kernel releases them). A clean exit removes the lock
+    files, so they do not linger in (DVC-tracked) output folders.
+    """
+    with contextlib.ExitStack() as stack:
+        for path in paths:
+            _lock_one(stack, path.with_name(f".{path.name}.lock"), path)
+        yield
+
+
+def _lock_one(stack: contextlib.ExitStack, lock: Path, path: Path) -> None:
+    """Lock ``lock`` for ``path`` on ``stack`` (released and removed when the stack closes)."""
+    while True:
+        f = open(lock, "a+")  # noqa: SIM115 -- kept open on the stack once locked
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            f.close()
+            raise OutputInUse(f"{path} is being written by {holder}; wait for that run or "
+                              "use another --out") from None
+        try:  # the previous holder may have removed the file between our open and lock
+            same = os.stat(lock).st_ino == os.fstat(f.fileno()).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        f.close()
+    stack.enter_context(f)
+    f.truncate(0)
+    f.write(f"pid {os.getpid()}\n")
+    f.flush()
+    stack.callback(lock.unlink, missing_ok=True)  # runs before the close: still locked
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:

@@ -1,33 +1,70 @@
-"""Run methods over many tasks: components from config, concurrency, resume, summaries.
+"""Run methods over many tasks: components from config, concurrency, resume, failures, summaries.
 
 :func:`run_methods` is the library function behind ``amc run`` and the pipeline's collect and
 evaluate stages. It builds the environment suite, the prior and each method's value function
 from the registries, runs every (method, seed) over the tasks with bounded concurrency, appends
 each task's :class:`~amc.smc.records.TaskResult` as soon as it finishes, and skips tasks whose
 results already exist (resume). Summaries are means and standard errors over tasks.
+
+Failures are not results. A task whose run raised, or one of whose particles failed for good
+(the agent's endpoint refused, or retries ran out: ``TaskResult.failures``), is appended to the
+(method, seed)'s failures file with its error and left out of the results file, so the next
+run retries it and a summary never averages a damaged score. The other tasks still finish;
+:class:`RunOutcome` says which failed. A budget stop (``Budget``) is a deliberate end of
+proposing, part of the method's configuration: its task is a result.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
 from amc.config import MethodConfig, RunConfig, config_hash
+from amc.priors.ledger import BUDGET_STOP
 from amc.protocols import EnvSuite, Prior, ValueFunction
 from amc.registry import ENVIRONMENTS, PRIORS, VALUES
-from amc.results import append_jsonl, read_jsonl, repair_tail, results_path
+from amc.results import (
+    append_jsonl,
+    check_writable,
+    failures_path,
+    iter_jsonl,
+    lock_outputs,
+    repair_tail,
+    results_path,
+    write_jsonl_atomic,
+)
 from amc.smc.methods import parse_method
 from amc.smc.records import TaskResult
 from amc.smc.sampler import run_task
 from amc.smc.scoring import mean_and_se
 
 METRICS = ("oracle_best", "selected_reward", "weighted_mean_reward", "success")
+
+_BUILD_LOCK = threading.Lock()
+"""Serialises component building across threads (pipeline units run in a thread pool): a
+value or prior importing transformers for the first time from two threads at once races
+inside its lazy module (``cannot import name 'AutoConfig'``)."""
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced: results, and the tasks that failed, keyed ``method#seed``."""
+
+    results: dict[str, list[TaskResult]] = field(default_factory=dict)
+    """Finished tasks (resumed ones included), in task order."""
+    failed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Failure records of this run: ``{task_id, method, seed, error, failures}``."""
+
+    @property
+    def n_failed(self) -> int:
+        return sum(len(v) for v in self.failed.values())
 
 
 @dataclass
@@ -46,8 +83,13 @@ class Components:
 
 
 def resolve_methods(cfg: RunConfig) -> list[MethodConfig]:
-    """Method specs of the run, resolved (fails early on a bad spec)."""
-    return [parse_method(m, cfg.smc, cfg.value, cfg.values) for m in cfg.methods]
+    """Method specs of the run, resolved (fails early on a bad spec).
+
+    ``+NAME`` also finds the run's default value by its registry name (``--value models:/...``
+    sets ``value.name=learned``, so ``smc@15+learned`` means that model).
+    """
+    values = {cfg.value.name: cfg.value, **cfg.values}
+    return [parse_method(m, cfg.smc, cfg.value, values) for m in cfg.methods]
 
 
 def task_list(cfg: RunConfig, suite: EnvSuite) -> list[str]:
@@ -57,7 +99,15 @@ def task_list(cfg: RunConfig, suite: EnvSuite) -> list[str]:
 
 
 def build_components(cfg: RunConfig, methods: Sequence[MethodConfig]) -> Components:
-    """Build the suite, the prior and one value function per distinct value config."""
+    """Build the suite, the prior and one value function per distinct value config.
+
+    One thread at a time (:data:`_BUILD_LOCK`): factories import heavy libraries lazily.
+    """
+    with _BUILD_LOCK:
+        return _build(cfg, methods)
+
+
+def _build(cfg: RunConfig, methods: Sequence[MethodConfig]) -> Components:
     env_opts = ENVIRONMENTS.validate(cfg.env.name, cfg.env.options)
     suite = ENVIRONMENTS.build(cfg.env.name, cfg.env.options)
     ctx: dict[str, Any] = {"env_name": cfg.env.name, "env_options": env_opts}
@@ -75,77 +125,137 @@ def build_components(cfg: RunConfig, methods: Sequence[MethodConfig]) -> Compone
     return Components(suite, prior, values)
 
 
+class TasksFailed(RuntimeError):
+    """Some tasks failed; the others finished. ``outcome`` holds both."""
+
+    def __init__(self, outcome: RunOutcome) -> None:
+        self.outcome = outcome
+        key, recs = next(iter(outcome.failed.items()))
+        total = outcome.n_failed + sum(len(v) for v in outcome.results.values())
+        super().__init__(
+            f"{outcome.n_failed} of {total} tasks failed (first: {key} task "
+            f"{recs[0]['task_id']}: {recs[0]['error']}); they are listed in the "
+            "*.failures.jsonl files and the next run retries them")
+
+
+def task_failure(res: TaskResult) -> str | None:
+    """Why a finished task is not a result (a particle failed for good), or ``None``."""
+    errs = [str(f.get("error")) for f in res.failures
+            if not str(f.get("error")).startswith(BUDGET_STOP)]
+    if not errs:
+        return None
+    return f"{len(errs)} particle(s) failed for good; first: {errs[0]}"
+
+
+def load_done(path: Path, run_hash: str) -> dict[str, TaskResult]:
+    """Finished tasks of a results file (resume); a bad line is an error naming file:line.
+
+    Records of failed tasks (written by older versions) are dropped from the file, so the
+    task reruns and is never counted twice.
+    """
+    repair_tail(path)
+    done: dict[str, TaskResult] = {}
+    stale = False
+    for line, rec in iter_jsonl(path):
+        if rec.get("config_hash") != run_hash:
+            raise ValueError(f"{path} holds results of a different configuration; "
+                             "use another out_dir or delete the file")
+        try:
+            res = TaskResult.from_dict(rec)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            what = f"missing field {err.args[0]!r}" if isinstance(err, KeyError) else str(err)
+            raise ValueError(f"{path}:{line}: bad results record ({what})") from None
+        if task_failure(res) is None:
+            done.setdefault(res.task_id, res)
+        stale |= task_failure(res) is not None
+    if stale:
+        write_jsonl_atomic(path, [r.to_dict() for r in done.values()])
+    return done
+
+
 async def run_one_method(
     comps: Components,
     method: MethodConfig,
     tasks: Sequence[str],
     seed: int,
-    out_path: Path,
+    out_dir: Path,
     *,
     run_hash: str,
     max_concurrent_tasks: int,
     particle_semaphore: asyncio.Semaphore,
     progress: bool = True,
-) -> list[TaskResult]:
-    """Run one (method, seed) over ``tasks``, resuming from ``out_path``."""
-    repair_tail(out_path)
-    done: dict[str, TaskResult] = {}
-    for rec in read_jsonl(out_path):
-        if rec.get("config_hash") != run_hash:
-            raise ValueError(
-                f"{out_path} holds results of a different configuration; "
-                "use another out_dir or delete the file"
-            )
-        done[str(rec["task_id"])] = TaskResult.from_dict(rec)
+) -> tuple[list[TaskResult], list[dict[str, Any]]]:
+    """Run one (method, seed) over ``tasks``, resuming; returns (results, failure records)."""
+    out_path = results_path(out_dir, method.name, seed)
+    fail_path = failures_path(out_dir, method.name, seed)
+    done = load_done(out_path, run_hash)
+    fail_path.unlink(missing_ok=True)  # this run retries those tasks and records its own
     todo = [t for t in tasks if t not in done]
     value = comps.values[method.value.model_dump_json()]
     task_sem = asyncio.Semaphore(max_concurrent_tasks)
+    failed: dict[str, dict[str, Any]] = {}
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc=f"{method.name} s{seed}",
                unit="task", file=sys.stderr, disable=not progress, leave=False)
 
-    async def one(task_id: str) -> TaskResult:
+    async def one(task_id: str) -> None:
+        res: TaskResult | None = None
         async with task_sem:
-            res = await run_task(suite=comps.suite, prior=comps.prior, value=value,
-                                 task_id=task_id, smc=method.smc, seed=seed, method=method.name,
-                                 config_hash=run_hash, semaphore=particle_semaphore)
-        append_jsonl(out_path, res.to_dict())
+            try:
+                res = await run_task(suite=comps.suite, prior=comps.prior, value=value,
+                                     task_id=task_id, smc=method.smc, seed=seed,
+                                     method=method.name, config_hash=run_hash,
+                                     semaphore=particle_semaphore)
+                error = task_failure(res)
+            except Exception as err:  # the task failed; the others go on
+                error = " ".join(f"{type(err).__name__}: {err}".split())
+        if res is not None and error is None:
+            append_jsonl(out_path, res.to_dict())
+            done[task_id] = res
+        else:
+            rec = {"task_id": task_id, "method": method.name, "seed": seed,
+                   "config_hash": run_hash, "error": error[:1000],
+                   "failures": [dict(f) for f in res.failures] if res is not None else []}
+            append_jsonl(fail_path, rec)
+            failed[task_id] = rec
         bar.update()
-        return res
 
-    outcomes = await asyncio.gather(*(one(t) for t in todo), return_exceptions=True)
+    await asyncio.gather(*(one(t) for t in todo))
     bar.close()
-    errors = [(t, o) for t, o in zip(todo, outcomes, strict=True) if isinstance(o, BaseException)]
-    if errors:
-        t, e = errors[0]
-        raise RuntimeError(
-            f"{len(errors)} of {len(todo)} tasks failed for {method.name} (first: task {t}: "
-            f"{type(e).__name__}: {e}); finished tasks are saved, rerun to resume"
-        ) from e
-    for t, o in zip(todo, outcomes, strict=True):
-        done[t] = o  # type: ignore[assignment]
-    return [done[t] for t in tasks]
+    return [done[t] for t in tasks if t in done], [failed[t] for t in tasks if t in failed]
 
 
-async def run_methods(cfg: RunConfig, *, progress: bool = True) -> dict[str, list[TaskResult]]:
-    """Run every (method, seed) of ``cfg``; returns results keyed by ``method@seed``."""
+async def run_methods(cfg: RunConfig, *, progress: bool = True,
+                      raise_on_failure: bool = True) -> RunOutcome:
+    """Run every (method, seed) of ``cfg``; results and failures keyed by ``method#seed``.
+
+    The output folder is checked and every (method, seed) file locked before any work. Raises
+    :class:`TasksFailed` after all units finished when some task failed, unless
+    ``raise_on_failure`` is False (then the outcome says so).
+    """
     methods = resolve_methods(cfg)
-    comps = build_components(cfg, methods)
-    try:
-        tasks = task_list(cfg, comps.suite)
-        if not tasks:
-            raise ValueError(f"no tasks in split {cfg.split!r} of {cfg.env.name}")
-        sem = asyncio.Semaphore(cfg.max_concurrent_particles)
-        out: dict[str, list[TaskResult]] = {}
-        for m in methods:
-            for seed in cfg.seeds:
-                run_hash = config_hash(_method_run_config(cfg, m))
-                out[f"{m.name}#{seed}"] = await run_one_method(
-                    comps, m, tasks, seed, results_path(cfg.out_dir, m.name, seed),
-                    run_hash=run_hash, max_concurrent_tasks=cfg.max_concurrent_tasks,
-                    particle_semaphore=sem, progress=progress)
-        return out
-    finally:
-        await comps.aclose()
+    out_dir = check_writable(cfg.out_dir or ".")
+    units = [(m, seed) for m in methods for seed in cfg.seeds]
+    outcome = RunOutcome()
+    with lock_outputs([results_path(out_dir, m.name, s) for m, s in units]):
+        comps = build_components(cfg, methods)
+        try:
+            tasks = task_list(cfg, comps.suite)
+            if not tasks:
+                raise ValueError(f"no tasks in split {cfg.split!r} of {cfg.env.name}")
+            sem = asyncio.Semaphore(cfg.max_concurrent_particles)
+            for m, seed in units:
+                res, failed = await run_one_method(
+                    comps, m, tasks, seed, out_dir, progress=progress,
+                    run_hash=config_hash(_method_run_config(cfg, m)),
+                    max_concurrent_tasks=cfg.max_concurrent_tasks, particle_semaphore=sem)
+                outcome.results[f"{m.name}#{seed}"] = res
+                if failed:
+                    outcome.failed[f"{m.name}#{seed}"] = failed
+        finally:
+            await comps.aclose()
+    if outcome.failed and raise_on_failure:
+        raise TasksFailed(outcome)
+    return outcome
 
 
 def _method_run_config(cfg: RunConfig, m: MethodConfig) -> dict[str, Any]:
@@ -154,15 +264,26 @@ def _method_run_config(cfg: RunConfig, m: MethodConfig) -> dict[str, Any]:
             "method": m.model_dump(mode="json")}
 
 
-def summarise(results: Mapping[str, Sequence[TaskResult]]) -> list[dict[str, Any]]:
-    """Per-method rows: mean and s.e. over all (task, seed) results of each metric."""
+def summarise(results: Mapping[str, Sequence[TaskResult]],
+              failed: Mapping[str, Sequence[Mapping[str, Any]]] | None = None
+              ) -> list[dict[str, Any]]:
+    """Per-method rows: mean and s.e. over all (task, seed) results of each metric.
+
+    ``failed`` (keyed like ``results``) adds each method's count of failed (task, seed) runs;
+    they are not in the means. A method whose every task failed still gets a row.
+    """
     by_method: dict[str, list[TaskResult]] = {}
+    n_failed: dict[str, int] = {}
     for key, rs in results.items():
         by_method.setdefault(key.rsplit("#", 1)[0], []).extend(rs)
+    for key, fs in (failed or {}).items():
+        name = key.rsplit("#", 1)[0]
+        by_method.setdefault(name, [])
+        n_failed[name] = n_failed.get(name, 0) + len(fs)
     rows = []
     for name, rs in by_method.items():
         row: dict[str, Any] = {"method": name, "tasks": len({r.task_id for r in rs}),
-                               "runs": len(rs)}
+                               "runs": len(rs), "failed": n_failed.get(name, 0)}
         for k in METRICS:
             row[k], row[k + "_se"] = mean_and_se([r.metrics[k] for r in rs])
         row["tokens_per_task"] = sum(r.usage.total_tokens for r in rs) / max(len(rs), 1)
@@ -174,9 +295,9 @@ def summarise(results: Mapping[str, Sequence[TaskResult]]) -> list[dict[str, Any
 
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """A plain-text table of :func:`summarise` rows."""
-    head = ["method", "tasks", "oracle best", "selected", "weighted mean", "success",
+    head = ["method", "tasks", "failed", "oracle best", "selected", "weighted mean", "success",
             "tokens/task", "$/task"]
-    body = [[r["method"], str(r["tasks"]),
+    body = [[r["method"], str(r["tasks"]), str(r.get("failed", 0)),
              *(f"{r[k]:.3f} ± {r[k + '_se']:.3f}" for k in METRICS),
              f"{r['tokens_per_task']:.0f}", f"{r['cost_per_task']:.4f}"] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]

@@ -5,7 +5,12 @@ import json
 import pytest
 
 from amc.results import (
+    OutputInUse,
     append_jsonl,
+    check_writable,
+    failures_path,
+    iter_jsonl,
+    lock_outputs,
     read_jsonl,
     record_session,
     repair_tail,
@@ -49,3 +54,36 @@ def test_sessions_add_up_across_sittings(tmp_path):
     record_session(tmp_path, t - 30.0, "finished")
     wall, n = sessions_wall(tmp_path)
     assert n == 2 and 90.0 <= wall < 95.0
+
+
+def test_lines_that_are_not_objects_name_file_and_line(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_text('{"a": 1}\n\n"text"\n')
+    with pytest.raises(ValueError, match=r"r.jsonl:3: results line is a str, not an object"):
+        list(read_jsonl(p))
+    p.write_text('{"a": 1}\n\n{"a": 2}\n')
+    assert [n for n, _ in iter_jsonl(p)] == [1, 3]  # line numbers count blank lines
+
+
+def test_failures_file_sits_next_to_the_results(tmp_path):
+    assert failures_path(tmp_path, "smc@8+zs", 1) == tmp_path / "smc@8+zs__seed1.failures.jsonl"
+
+
+def test_output_lock_is_exclusive_and_released(tmp_path):
+    a, b = results_path(tmp_path, "react", 0), results_path(tmp_path, "bon", 0)
+    with lock_outputs([a]):
+        busy = r"react__seed0.jsonl is being written by pid \d+"
+        with pytest.raises(OutputInUse, match=busy), lock_outputs([b, a]):
+            pass
+        with lock_outputs([b]):  # other files stay free, b's partial lock was undone
+            pass
+    with lock_outputs([a, b]):  # released on exit
+        assert len(list(tmp_path.glob(".*.lock"))) == 2
+    assert not list(tmp_path.glob(".*.lock"))  # no litter in (DVC-tracked) output folders
+
+
+def test_unwritable_out_is_a_one_line_error(tmp_path):
+    (tmp_path / "f").write_text("x")
+    assert check_writable(tmp_path / "new" / "dir").is_dir()
+    with pytest.raises(ValueError, match=r"^cannot write results to .*f/out: "):
+        check_writable(tmp_path / "f" / "out")

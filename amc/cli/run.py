@@ -2,6 +2,10 @@
 
 Configuration comes from (later wins): defaults, ``--config FILE`` (YAML, the sections of
 :class:`amc.config.RunConfig`), ``-S key=value`` overrides, then the explicit flags below.
+
+Exit status: 0 when every task finished, 1 when some failed (the others finished; the failed
+ones are listed in ``*.failures.jsonl`` and rerun by the next ``amc run``), 2 for bad input
+(including an output folder another run is writing).
 """
 
 from __future__ import annotations
@@ -15,7 +19,13 @@ import typer
 from amc.cli.errors import friendly_errors
 from amc.config import load_run_config
 from amc.results import write_json_atomic
-from amc.runner import format_table, resolve_methods, run_methods, summarise
+from amc.runner import (
+    TasksFailed,
+    format_table,
+    resolve_methods,
+    run_methods,
+    summarise,
+)
 
 
 def _csv(s: str | None) -> list[str] | None:
@@ -74,10 +84,19 @@ def run_cmd(
         typer.echo(format_estimate(estimate(cfg), cfg))
         return
     started = time.perf_counter()
-    results = asyncio.run(run_methods(cfg, progress=not quiet))
-    rows = summarise(results)
-    write_json_atomic(Path(cfg.out_dir) / "summary.json",
+    try:
+        outcome = asyncio.run(run_methods(cfg, progress=not quiet))
+        failure = None
+    except TasksFailed as err:  # the other tasks finished: summarise them, then exit 1
+        outcome, failure = err.outcome, str(err)
+    rows = summarise(outcome.results, outcome.failed)
+    out_dir = Path(cfg.out_dir or ".")
+    write_json_atomic(out_dir / "summary.json",
                       {"config": cfg.model_dump(mode="json"), "methods": rows,
+                       "failed_tasks": outcome.n_failed,
                        "wall_s": round(time.perf_counter() - started, 3)})
     typer.echo(format_table(rows))
-    typer.echo(f"\nresults: {cfg.out_dir}")
+    typer.echo(f"\nresults: {out_dir}")
+    if failure is not None:
+        typer.echo(f"error: {failure}", err=True)
+        raise typer.Exit(1)

@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from amc.config import Frozen
 from amc.types import Usage
 
+BUDGET_STOP = "budget exhausted"
+"""How a budget stop's reason begins (the runner tells it apart from a failure)."""
+
 PRICE_TABLE_VERSION = "2025-11"
 """When the list prices below were copied from the provider's pricing page."""
 
@@ -134,10 +137,10 @@ class Ledger:
         reason = None
         if b.max_tokens is not None and u.total_tokens >= b.max_tokens:
             reason = (
-                f"budget exhausted: {u.total_tokens} of {b.max_tokens} tokens for task {task_id}"
+                f"{BUDGET_STOP}: {u.total_tokens} of {b.max_tokens} tokens for task {task_id}"
             )
         elif b.max_usd is not None and u.cost_usd >= b.max_usd:
-            reason = f"budget exhausted: ${u.cost_usd:.4f} of ${b.max_usd:.4f} for task {task_id}"
+            reason = f"{BUDGET_STOP}: ${u.cost_usd:.4f} of ${b.max_usd:.4f} for task {task_id}"
         if reason:
             self.budget_stops[task_id] = reason
         return reason

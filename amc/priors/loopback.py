@@ -7,7 +7,11 @@ picks one of them (``sha256(seed, prompt)`` modulo the menu size), otherwise it 
 must reproduce a clean run exactly.
 
 Faults are drawn per incoming request from the server's own seeded generator:
-``429`` with ``Retry-After``, ``500``, or a stall longer than the client's timeout.
+``429`` with ``Retry-After``, ``500``, a stall longer than the client's timeout, a dropped
+connection (the body stops short of its declared length), a 200 whose JSON body is cut short,
+a 200 with empty ``choices``, or one with null content. An outage window answers every request
+with 503 for a while (timed from the first request), longer than a client's retry budget if
+wanted.
 ``max_context_tokens`` turns long prompts into the 400 context-length error; ``delay_s`` adds
 a fixed latency to every answer (benchmarks); ``require_key`` makes every request with another
 key fail with 401, the way the OpenAI API words it.
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 import socket
 import threading
@@ -32,7 +37,7 @@ from typing import Any
 
 import numpy as np
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 _MENU_ITEM = re.compile(r"^\s*(\d+)\. (.+)$", re.MULTILINE)
 
@@ -65,7 +70,50 @@ class Faults:
     """Value of the Retry-After header sent with 429 (seconds)."""
     stall_s: float = 5.0
     """How long a stalled request hangs before answering (longer than the client timeout)."""
+    rate_drop: float = 0.0
+    """Connection dropped mid-body (declared Content-Length never arrives)."""
+    rate_truncated: float = 0.0
+    """200 whose JSON body is cut in half (consistent Content-Length: not JSON)."""
+    rate_empty: float = 0.0
+    """200 with ``choices: []``."""
+    rate_null: float = 0.0
+    """200 whose first choice has null content."""
+    outage_start_s: float = 0.0
+    """Seconds after the first request when the outage window opens."""
+    outage_s: float = 0.0
+    """Length of the outage window (every request answered 503); 0 = no outage."""
     seed: int = 0
+
+    def draw(self, u: float) -> str | None:
+        """The fault for a uniform draw ``u`` (cumulative rates, in a fixed order), if any."""
+        edge = 0.0
+        for name in FAULT_KINDS:
+            edge += getattr(self, f"rate_{name}")
+            if u < edge:
+                return name
+        return None
+
+
+FAULT_KINDS = ("429", "500", "stall", "drop", "truncated", "empty", "null")
+"""Per-request faults in draw order (the first three keep their historical order)."""
+
+
+def completion(body: dict[str, Any], action: str, chat: bool, fault: str | None) -> dict:
+    """The toy model's answer as a completion object (damaged for ``empty``/``null`` faults)."""
+    msgs = body.get("messages") or []
+    prompt = "\n".join(m["content"] for m in msgs) if chat else body["prompt"]
+    usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": 8,
+             "total_tokens": len(prompt) // 4 + 8, "prompt_tokens_details": {"cached_tokens": 0}}
+    base = {"id": "toy", "created": int(time.time()), "model": body["model"], "usage": usage}
+    if chat:
+        content = None if fault == "null" else f"Thought: one step.\nAction: {action}"
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop",
+                                  "message": {"role": "assistant", "content": content}}
+    else:
+        choice = {"index": 0, "text": None if fault == "null" else f" {action}",
+                  "finish_reason": "stop"}
+    kind = "chat.completion" if chat else "text_completion"
+    return {**base, "object": kind, "choices": [] if fault == "empty" else [choice]}
 
 
 @dataclass
@@ -88,6 +136,7 @@ class LoopbackServer:
         app = FastAPI()
         rng = np.random.default_rng(self.faults.seed)
         f = self.faults
+        started: dict[str, float] = {}  # monotonic time of the first request (outage clock)
 
         def error(status: int, message: str, headers: dict[str, str] | None = None) -> Any:
             body = {"error": {"message": message, "type": "error", "code": status}}
@@ -95,21 +144,28 @@ class LoopbackServer:
 
         async def answer(request: Request, chat: bool) -> Any:
             self.counts["requests"] += 1
+            now = time.monotonic()
+            first = started.setdefault("t", now)
             auth = request.headers.get("authorization", "")
             if self.require_key is not None and auth != f"Bearer {self.require_key}":
                 self.counts["401"] += 1
                 shown = auth.removeprefix("Bearer ")
                 return error(401, f"Incorrect API key provided: {shown[:5]}***{shown[-2:]}.")
-            u = float(rng.random())
-            if u < f.rate_429:
-                self.counts["429"] += 1
+            if f.outage_s and 0 <= now - first - f.outage_start_s < f.outage_s:
+                self.counts["outage"] += 1
+                return error(503, "Service unavailable (outage)")
+            fault = f.draw(float(rng.random()))
+            if fault is not None:
+                self.counts[fault] += 1
+            if fault == "429":
                 return error(429, "Rate limit reached", {"retry-after": f.retry_after})
-            if u < f.rate_429 + f.rate_500:
-                self.counts["500"] += 1
+            if fault == "500":
                 return error(500, "The server had an error")
-            if u < f.rate_429 + f.rate_500 + f.rate_stall:
-                self.counts["stall"] += 1
+            if fault == "stall":
                 await asyncio.sleep(f.stall_s)
+            if fault == "drop":  # promise more bytes than are sent: the client sees a cut
+                return Response(b'{"id": "to', media_type="application/json",
+                                headers={"content-length": "4096"})
             body = await request.json()
             msgs = body.get("messages") or []
             prompt = "\n".join(m["content"] for m in msgs) if chat else body["prompt"]
@@ -117,21 +173,15 @@ class LoopbackServer:
                 self.counts["400"] += 1
                 return error(400, f"This model's maximum context length is "
                                   f"{self.max_context_tokens} tokens.")
-            action = toy_answer(prompt, body.get("seed"))
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
-            self.counts["ok"] += 1
-            usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": 8,
-                     "total_tokens": len(prompt) // 4 + 8,
-                     "prompt_tokens_details": {"cached_tokens": 0}}
-            base = {"id": "toy", "created": int(time.time()), "model": body["model"],
-                    "usage": usage}
-            if chat:
-                msg = {"role": "assistant", "content": f"Thought: one step.\nAction: {action}"}
-                choice = {"index": 0, "message": msg, "finish_reason": "stop"}
-                return {**base, "object": "chat.completion", "choices": [choice]}
-            choice = {"index": 0, "text": f" {action}", "finish_reason": "stop"}
-            return {**base, "object": "text_completion", "choices": [choice]}
+            reply = completion(body, toy_answer(prompt, body.get("seed")), chat, fault)
+            if fault == "truncated":
+                raw = json.dumps(reply).encode()
+                return Response(raw[: len(raw) // 2], media_type="application/json")
+            if fault is None or fault == "stall":
+                self.counts["ok"] += 1
+            return reply
 
         @app.get("/v1/models")
         async def models() -> dict[str, Any]:
@@ -151,8 +201,10 @@ class LoopbackServer:
         import uvicorn
 
         self.port = self.port or free_port()
+        # a dropped connection is an error inside uvicorn by design: do not print its traceback
+        level = "critical" if self.faults.rate_drop else "warning"
         config = uvicorn.Config(self.app(), host="127.0.0.1", port=self.port,
-                                log_level="warning", access_log=False)
+                                log_level=level, access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()

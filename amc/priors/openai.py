@@ -41,7 +41,14 @@ from amc.priors.cache import ResponseCache, default_cache_dir
 from amc.priors.ledger import Budget, Ledger, Price
 from amc.priors.parsing import parse_action
 from amc.priors.prompts import Style, chat_messages, completion_prompt
-from amc.priors.transport import Limiter, PermanentError, RetryPolicy, call_with_retries, redact
+from amc.priors.transport import (
+    Limiter,
+    MalformedResponse,
+    PermanentError,
+    RetryPolicy,
+    call_with_retries,
+    redact,
+)
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, AgentTurn, History, Usage
 
@@ -101,10 +108,11 @@ class OpenAIOptions(Frozen):
     """Price override (USD per 1M tokens); default from the package's price table."""
     cache: bool = True
     """Answer repeated (request, seed) pairs from the sqlite response cache."""
-    cache_replays_usage: bool = False
+    cache_replays_usage: bool = True
     """On a cache hit, report the stored call's tokens and dollars (what the call costs without
-    the cache) instead of zero. For experiments whose methods share calls through common random
-    numbers (same run seed): each method's token count stays what it would spend alone."""
+    the cache) instead of zero. Methods of one run share calls through common random numbers
+    (same run seed, same request seeds), so without this a method's cost would depend on which
+    methods ran before it; False reports what this invocation actually paid."""
     cache_path: str | None = None
     """Cache file; default $AMC_CACHE/responses.sqlite (AMC_CACHE defaults to .cache)."""
     max_history_steps: int = Field(30, ge=1)
@@ -123,15 +131,24 @@ def is_reasoning_model(model: str) -> bool:
 
 
 def _read_response(resp: Any, endpoint: str) -> tuple[str, tuple[int, int, int]]:
-    """Text and (prompt, completion, cached) tokens of a JSON completion response."""
-    resp = resp if isinstance(resp, dict) else {}
-    choices = resp.get("choices") or [{}]
-    first = choices[0] or {}
+    """Text and (prompt, completion, cached) tokens of a JSON completion response.
+
+    Raises :class:`MalformedResponse` (retried) when the answer holds no completion: not an
+    object, empty ``choices``, or null content. An empty string is a real (if useless) answer.
+    """
+    if not isinstance(resp, dict):
+        raise MalformedResponse(f"expected a JSON object, got {type(resp).__name__}")
+    choices = resp.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedResponse("no choices in the answer")
+    first = choices[0]
     text = (first.get("message") or {}).get("content") if endpoint == "chat" else first.get("text")
+    if not isinstance(text, str):
+        raise MalformedResponse("null content in the answer")
     u = resp.get("usage") or {}
     cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
     tokens = (int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0), int(cached))
-    return text or "", tokens
+    return text, tokens
 
 
 @dataclass
@@ -256,18 +273,20 @@ class OpenAIPrior:
             log.info("retrying %s call in %.2fs: %s", self.options.model, wait,
                      redact(str(err)[:200], self._key))
 
-        async def attempt() -> Any:
+        async def attempt() -> tuple[str, tuple[int, int, int]]:
             # The SDK's generic POST: same auth, errors and timeouts as `.create()`, without
             # re-validating our plain JSON body and building response models (~3 ms per call,
-            # which is what limits one event loop driving hundreds of particles).
-            return await st.limiter.run(
+            # which is what limits one event loop driving hundreds of particles). Reading the
+            # answer inside the attempt makes a malformed 200 one more retried failure.
+            resp = await st.limiter.run(
                 est, lambda: st.client.post(path, cast_to=object, body=request))
+            return _read_response(resp, endpoint)
 
         jitter = np.random.default_rng([seed, 0x5EED])  # never the particle's generator
         seen = [0]  # retries of this call
         try:
-            resp, retries = await call_with_retries(attempt, self.retry, jitter, secret=self._key,
-                                                    on_retry=on_retry)
+            (text, toks), retries = await call_with_retries(
+                attempt, self.retry, jitter, secret=self._key, on_retry=on_retry)
         except PermanentError as err:
             reason = str(err)
             if "authentication failed" in reason and self._fatal is None:
@@ -277,7 +296,7 @@ class OpenAIPrior:
             usage = Usage(retries=seen[0])
             self.ledger.record(task_id, usage)
             return "", usage, reason
-        text, (prompt_toks, completion_toks, cached) = _read_response(resp, endpoint)
+        prompt_toks, completion_toks, cached = toks
         usage = self.ledger.price(
             self.options.model if not is_local(self.base_url) else "local",
             prompt_toks, completion_toks, cached, price=self.options.price, retries=retries,

@@ -5,7 +5,9 @@
   (prompt characters / 4 + ``max_tokens``; providers admit on a similar estimate). One limiter
   serves every particle and task of a run, so the number of tasks in flight is what actually
   throttles (Little's law: in-flight calls = rate x latency).
-- :func:`call_with_retries` retries 429, 408/409, 5xx, timeouts and connection errors with
+- :func:`call_with_retries` retries 429, 408/409, 5xx, timeouts, connection errors and
+  malformed 200 answers (a body cut short so it is not JSON, no choices, null content: what a
+  proxy or an overloaded server sends, and what the next attempt usually fixes) with
   exponential backoff and full jitter, or waits exactly what ``Retry-After`` asks. The SDK's
   own retries are switched off (``max_retries=0``) so there is exactly one layer. Jitter is
   drawn from a generator the caller seeds (from the request's seed), never from global
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -33,6 +36,10 @@ T = TypeVar("T")
 
 class PermanentError(Exception):
     """A call that must not be retried; ``str()`` is the one-line reason."""
+
+
+class MalformedResponse(Exception):
+    """A 200 answer without a usable completion (no choices, null content); retried."""
 
 
 @dataclass(frozen=True)
@@ -127,8 +134,11 @@ def retry_after_s(err: BaseException) -> float | None:
 
 
 def is_retryable(err: BaseException) -> bool:
-    """Transient failures: connection errors, timeouts, 408, 409, 429 and 5xx."""
+    """Transient failures: connection errors, timeouts, 408, 409, 429, 5xx, malformed 200s."""
     if isinstance(err, openai.APIConnectionError | asyncio.TimeoutError):  # incl. APITimeoutError
+        return True
+    if isinstance(err, json.JSONDecodeError | MalformedResponse
+                  | openai.APIResponseValidationError):  # body cut short, no choices, HTML page
         return True
     if isinstance(err, openai.APIStatusError):
         return err.status_code in (408, 409, 429) or err.status_code >= 500
@@ -146,6 +156,10 @@ def describe(err: BaseException, secret: str | None = None) -> str:
         text = "request timed out"
     elif isinstance(err, openai.APIConnectionError):
         text = f"connection error: {err.__cause__ or err}"
+    elif isinstance(err, json.JSONDecodeError):
+        text = f"malformed response (not JSON: {err.msg} at char {err.pos})"
+    elif isinstance(err, MalformedResponse):
+        text = f"malformed response ({err})"
     else:
         text = f"{type(err).__name__}: {err}"
     return redact(" ".join(text.split())[:300], secret)

@@ -99,7 +99,12 @@ def resolve_model_dir(uri: str, tracking_uri: str | None = None) -> Path:
 
     from amc.tracking import tracking_uri as resolve_uri
 
-    mlflow.set_tracking_uri(resolve_uri(tracking_uri))
+    store = resolve_uri(tracking_uri)
+    db = Path(store[len("sqlite:///"):]) if store.startswith("sqlite:///") else None
+    if db is not None and not db.is_file():  # opening it would create an empty store here
+        raise FileNotFoundError(f"cannot load value model {uri!r}: no MLflow store at {db} "
+                                "(set MLFLOW_TRACKING_URI to the store that registered it)")
+    mlflow.set_tracking_uri(store)
     try:
         local = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri))
     except mlflow.exceptions.MlflowException as err:

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from amc.priors.loopback import LoopbackServer
+from amc.priors.loopback import Faults, LoopbackServer
 from amc.priors.openai import OpenAIOptions, OpenAIPrior
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, History
@@ -76,6 +76,31 @@ async def test_faults_change_nothing_but_the_retry_count(clean_server, faulty_se
     await faulty.aclose()
 
 
+@pytest.mark.parametrize("kind", ["truncated", "empty", "null", "drop"])
+async def test_damaged_200_answers_are_retried_and_change_nothing(clean_server, kind):
+    """30% of answers cut short, without choices, with null content or dropped mid-body."""
+    clean = prior(clean_server, cache=False)
+    a = await run_particles(clean, n=6, steps=5, seed=4)
+    with LoopbackServer(faults=Faults(**{f"rate_{kind}": 0.3}, seed=2)) as srv:
+        damaged = prior(srv, cache=False)
+        b = await run_particles(damaged, n=6, steps=5, seed=4)  # raises if a particle failed
+        assert srv.counts[kind] >= 3 and damaged.ledger.run.retries == srv.counts[kind]
+        await damaged.aclose()
+    assert actions(a) == actions(b)
+    await clean.aclose()
+
+
+@pytest.mark.parametrize("kind", ["truncated", "empty", "null"])
+async def test_always_damaged_answers_fail_the_particle_after_the_retries(kind):
+    with LoopbackServer(faults=Faults(**{f"rate_{kind}": 1.0})) as srv:
+        p = prior(srv, max_retries=2, backoff_base_s=0.001)
+        turn = await p.propose(H, np.random.default_rng(0))
+        assert turn.error.startswith("gave up after 2 retries: malformed response")
+        assert turn.action == INVALID_ACTION and srv.counts["requests"] == 3
+        assert len(p.cache) == 0  # a damaged answer is never cached
+        await p.aclose()
+
+
 async def test_401_fails_fast_with_one_clear_message(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key-0123456789")
     with LoopbackServer(require_key="sk-right-key") as srv:
@@ -120,25 +145,30 @@ async def test_rerun_with_same_seed_is_answered_from_the_cache(tmp_path):
         second = prior(srv, cache_path=str(tmp_path / "r.sqlite"))
         b = await run_particles(second, n=4, steps=5, seed=11)
         assert actions(a) == actions(b) and srv.counts["requests"] == calls
-        assert second.ledger.cache_hits == calls and second.ledger.run.calls == 0
+        # replayed usage by default: the rerun reports what the calls cost, sending none
+        assert second.ledger.cache_hits == calls and second.ledger.run == first.ledger.run
         c = await run_particles(second, n=4, steps=5, seed=12)  # new seed: new calls
         assert srv.counts["requests"] > calls and c
         await second.aclose()
 
 
-async def test_cache_replays_usage_when_asked(tmp_path):
+async def test_cache_replays_usage_by_default_and_can_report_zero(tmp_path):
     with LoopbackServer() as srv:
         first = prior(srv, cache_path=str(tmp_path / "r.sqlite"))
         await run_particles(first, n=3, steps=4, seed=5)
         spent, calls = first.ledger.run, srv.counts["requests"]
         await first.aclose()
-        replay = prior(srv, cache_path=str(tmp_path / "r.sqlite"), cache_replays_usage=True)
+        replay = prior(srv, cache_path=str(tmp_path / "r.sqlite"))
         await run_particles(replay, n=3, steps=4, seed=5)
         assert srv.counts["requests"] == calls and replay.ledger.cache_hits == calls
         # the replayed ledger equals what the calls cost the first time, task by task
         assert replay.ledger.run.total_tokens == spent.total_tokens > 0
         assert replay.ledger.run.calls == spent.calls == calls
         await replay.aclose()
+        paid = prior(srv, cache_path=str(tmp_path / "r.sqlite"), cache_replays_usage=False)
+        await run_particles(paid, n=3, steps=4, seed=5)
+        assert paid.ledger.cache_hits == calls and paid.ledger.run.total_tokens == 0
+        await paid.aclose()
 
 
 async def test_limiter_caps_requests_in_flight():

@@ -1,4 +1,5 @@
 import asyncio
+import json
 
 import httpx
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 
 from amc.priors.transport import (
     Limiter,
+    MalformedResponse,
     PermanentError,
     RetryPolicy,
     call_with_retries,
@@ -73,3 +75,24 @@ async def test_token_bucket_paces_calls():
     # 3 x 2010 = 6030 tokens: 30 more than the full bucket, i.e. 0.3 s at 100 tokens/s
     await asyncio.gather(*(lim.run(2010, noop) for _ in range(3)))
     assert 0.25 <= asyncio.get_running_loop().time() - t0 < 2
+
+
+async def test_malformed_200_answers_are_retried_then_given_up_on():
+    """A body cut short (not JSON) or without a completion is transient, not permanent."""
+    bad = [json.JSONDecodeError("Unterminated string", '{"id": "to', 7),
+           MalformedResponse("no choices in the answer")]
+
+    async def flaky():
+        if bad:
+            raise bad.pop(0)
+        return "ok"
+
+    policy = RetryPolicy(max_retries=3, base_delay_s=0.001)
+    assert await call_with_retries(flaky, policy, np.random.default_rng(0)) == ("ok", 2)
+
+    async def always_cut():
+        raise json.JSONDecodeError("Expecting value", "{", 1)
+
+    with pytest.raises(PermanentError, match=r"gave up after 2 retries: malformed response"):
+        await call_with_retries(always_cut, RetryPolicy(max_retries=2, base_delay_s=0.001),
+                                np.random.default_rng(0))
