@@ -42,6 +42,7 @@ from amc.priors.ledger import Budget, Ledger, Price
 from amc.priors.parsing import parse_action
 from amc.priors.prompts import Style, chat_messages, completion_prompt
 from amc.priors.transport import Limiter, PermanentError, RetryPolicy, call_with_retries, redact
+from amc.protocols import CompletionClient, WantsValidActions
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, AgentTurn, History, Usage
 
@@ -143,7 +144,7 @@ class _LoopState:
     limiter: Limiter
 
 
-class OpenAIPrior:
+class OpenAIPrior(WantsValidActions, CompletionClient):
     """The agent behind an OpenAI-compatible endpoint (see the module docstring)."""
 
     def __init__(self, options: OpenAIOptions, env: str = "generic",

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from amc.protocols import WantsValidActions
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, AgentTurn, History, Usage
 
 
-class RandomValidPrior:
+class RandomValidPrior(WantsValidActions):
     """Uniform over ``history.valid_actions`` (the driver attaches them before each call)."""
 
     wants_valid_actions = True

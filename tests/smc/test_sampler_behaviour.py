@@ -1,6 +1,7 @@
 """Driver behaviour: order independence, forking, baselines, failures and degenerate weights."""
 
 import asyncio
+import re
 
 import numpy as np
 import pytest
@@ -226,9 +227,9 @@ def test_value_calls_are_billed_to_the_task(synth):
 
 
 def test_all_zero_weights_are_recorded_never_nan(synth):
-    class Hopeless:
+    class Hopeless:  # finite, but (f - f_last) / beta overflows to -inf: every weight is zero
         async def score(self, hs):
-            return [-np.inf] * len(hs)
+            return [-1e308] * len(hs)
 
         async def aclose(self):
             pass
@@ -239,6 +240,22 @@ def test_all_zero_weights_are_recorded_never_nan(synth):
     assert any(s.degenerate for s in res.steps)
     d = res.to_dict()
     assert "nan" not in str(d["metrics"]).lower()
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf])
+def test_infinite_value_is_a_clear_error_naming_model_and_state(synth, bad):
+    class Overconfident:
+        async def score(self, hs):
+            return [0.5] * (len(hs) - 1) + [bad]
+
+        async def aclose(self):
+            pass
+
+    smc = SMCConfig(n_particles=4, max_steps=3, beta=BETA, resample="fixed", resample_steps=(1,))
+    with pytest.raises(ValueError, match=r"Overconfident .*\(" + re.escape(f"{bad:+}") + r"\) for particle "
+                       r"\d of task '18' after step 1"):
+        asyncio.run(run_task(suite=synth["suite"], prior=synth["prior"], value=Overconfident(),
+                             task_id=TASK, smc=smc, seed=0))
 
 
 def test_nan_value_is_a_clear_error(synth):

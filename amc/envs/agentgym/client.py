@@ -47,6 +47,7 @@ import httpx
 from pydantic import Field
 
 from amc.config import Frozen
+from amc.protocols import ForcesFinalAction
 from amc.registry import ENVIRONMENTS
 from amc.types import EnvStep
 
@@ -196,7 +197,7 @@ class AgentGymSuite:
         self.http.close()
 
 
-class AgentGymEnv:
+class AgentGymEnv(ForcesFinalAction):
     """One server-side episode plus the local record of its steps (for replay forks)."""
 
     io_bound = True
