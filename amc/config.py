@@ -95,6 +95,13 @@ class SMCConfig(Frozen):
             raise ValueError(f"resample_steps must be >= 1, got {list(self.resample_steps)}")
         return self
 
+    def unreachable_resample_steps(self) -> list[int]:
+        """Fixed resample steps at or past ``max_steps``: no schedule resamples after the last
+        step, so these would be silently skipped (empty unless ``resample == "fixed"``)."""
+        if self.resample != "fixed":
+            return []
+        return sorted(s for s in set(self.resample_steps) if s >= self.max_steps)
+
 
 class MethodConfig(Frozen):
     """A named configuration of the one SMC driver (ReAct, Best-of-N, SMC...)."""
@@ -105,6 +112,18 @@ class MethodConfig(Frozen):
     """Driver settings for this method."""
     value: ValueConfig = ValueConfig()
     """Value function (ignored when smc.resample == never)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> MethodConfig:
+        # Checked per method, not in SMCConfig: react and bon never resample, so a run of
+        # only those may keep resample_steps that its max_steps does not reach.
+        late = self.smc.unreachable_resample_steps()
+        if late:
+            raise ValueError(
+                f"resample_steps {late} are not before max_steps = {self.smc.max_steps}: "
+                f"no resampling happens after the last step, so {self.name} would equal "
+                f"Best-of-N; use steps in 1..{self.smc.max_steps - 1}")
+        return self
 
 
 class RunConfig(Frozen):

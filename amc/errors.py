@@ -20,7 +20,8 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 
 def format_validation_error(err: ValidationError, where: str, root: str = "<root>") -> str:
     """``bad <where>: a.b: msg; c: msg`` from a pydantic error (one line, every field)."""
-    msgs = "; ".join(f"{'.'.join(map(str, e['loc'])) or root}: {e['msg']}" for e in err.errors())
+    msgs = "; ".join(f"{'.'.join(map(str, e['loc'])) or root}: "
+                     f"{e['msg'].removeprefix('Value error, ')}" for e in err.errors())
     return f"bad {where}: {msgs}"
 
 

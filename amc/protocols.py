@@ -6,14 +6,25 @@ registry (:mod:`amc.registry`):
 
 - :class:`Environment` -- one episode of a benchmark. ``fork()`` must return an *independent*
   copy: stepping the fork never changes its parent (resampled particles each own one).
-  An environment may also offer ``final_action() -> str | None``: an action the driver applies
-  to every unfinished particle after the last step, identically for every method (WebShop's
-  forced ``click[buy now]``).
 - :class:`EnvSuite` -- what a registry entry builds: makes environments and lists task ids.
 - :class:`Prior` -- the frozen black-box agent. It only ever *samples*; AMC never needs its
   density, which is what makes the method black-box.
 - :class:`ValueFunction` -- f(s), the predicted future reward after state s (the paper's
   parameterisation V(s) = f(s) + r(s)); batched over many particle states.
+
+**Optional abilities.** A component may offer more than its protocol requires. Each such
+ability is declared below as a small runtime-checkable protocol, with the default that applies
+to a component without it. A class that has an ability inherits its protocol explicitly
+(``class WebShopEnv(ForcesFinalAction)``), so the ability shows in its definition and type
+checkers verify the signature. The driver never probes attribute names: it checks
+``isinstance(component, Ability)`` against the declared protocol and otherwise applies the
+default. Structural implementations that do not inherit (test doubles, outside code) work too.
+
+- :class:`ForcesFinalAction` (environment): ``final_action()``; default: nothing is forced.
+- :class:`WantsValidActions` (prior): ``wants_valid_actions``; default: no action menu.
+- :class:`ReportsUsage` (value): ``async score_with_usage()``; default: ``score()``, no usage.
+- :class:`CompletionClient` (prior): ``async complete(prompt)``; no default: the LLM values
+  (zero-shot, FoA) need it and fail to build with a prior that lacks it.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from amc.types import AgentTurn, EnvStep, History
+from amc.types import AgentTurn, EnvStep, History, Usage
 
 
 @runtime_checkable
@@ -82,6 +93,8 @@ class Prior(Protocol):
 
     ``rng`` is the particle's own generator for this step; a prior draws any seed it sends to
     a server from it, so results never depend on which concurrent call finishes first.
+    A turn with ``error`` set means the prior failed for good on this particle: the driver
+    retires the particle as a failure (weight zero, recorded in ``TaskResult.failures``).
     """
 
     async def propose(self, history: History, rng: np.random.Generator) -> AgentTurn:
@@ -97,8 +110,8 @@ class Prior(Protocol):
 class ValueFunction(Protocol):
     """f(s): predicted future reward after each state, for many particle states at once.
 
-    A value that makes paid calls (an LLM judge) may also offer ``async score_with_usage(
-    histories) -> (values, Usage)``; the driver then bills those calls to the task.
+    Values must be finite: the driver rejects NaN and infinities with an error naming the
+    value model and the state (a finite value is a prediction; an infinite one is a bug).
     """
 
     async def score(self, histories: Sequence[History]) -> list[float]:
@@ -108,3 +121,58 @@ class ValueFunction(Protocol):
     async def aclose(self) -> None:
         """Release models, clients and servers."""
         ...
+
+
+# ---------------------------------------------------------------- optional abilities
+
+
+@runtime_checkable
+class ForcesFinalAction(Protocol):
+    """An environment with an action forced after the agent's last step (WebShop's buy).
+
+    The driver steps it once on every unfinished particle after the last step, identically
+    for every method, with no agent turn recorded. Default: nothing is forced.
+    """
+
+    def final_action(self) -> str | None:
+        """The forced action now, or ``None`` (e.g. the episode is over)."""
+        ...
+
+
+@runtime_checkable
+class WantsValidActions(Protocol):
+    """A prior whose prompt lists the actions valid now (action-menu prompts).
+
+    When ``wants_valid_actions`` is true the driver attaches ``env.valid_actions()`` to the
+    history before each proposal. Default: no menu (the environment is not asked).
+    """
+
+    wants_valid_actions: bool
+
+
+@runtime_checkable
+class ReportsUsage(Protocol):
+    """A value that makes paid calls (an LLM judge) and reports what they cost.
+
+    The driver bills the usage to the task, so a task's tokens include its value calls.
+    Default: ``score()`` with zero usage.
+    """
+
+    async def score_with_usage(self, histories: Sequence[History]
+                               ) -> tuple[list[float], Usage]:
+        """One value per history, in order, and the usage of the calls that made them."""
+        ...
+
+
+@runtime_checkable
+class CompletionClient(Protocol):
+    """A prior that also serves raw completions, so LLM values can share its client.
+
+    The zero-shot and FoA values call the run's prior through it (same server, retries and
+    ledger). No default: building such a value with a prior lacking it is a clear error.
+    """
+
+    async def complete(self, prompt: str) -> tuple[str, Usage]:
+        """The model's text answer to ``prompt`` and what it cost."""
+        ...
+

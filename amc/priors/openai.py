@@ -49,6 +49,7 @@ from amc.priors.transport import (
     call_with_retries,
     redact,
 )
+from amc.protocols import CompletionClient, WantsValidActions
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, AgentTurn, History, Usage
 
@@ -160,7 +161,7 @@ class _LoopState:
     limiter: Limiter
 
 
-class OpenAIPrior:
+class OpenAIPrior(WantsValidActions, CompletionClient):
     """The agent behind an OpenAI-compatible endpoint (see the module docstring)."""
 
     def __init__(self, options: OpenAIOptions, env: str = "generic",

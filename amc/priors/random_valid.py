@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from amc.protocols import WantsValidActions
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, AgentTurn, History, Usage
 
@@ -19,7 +20,7 @@ class NoValidActionsError(RuntimeError):
     """A prior that needs the environment's valid actions got none (they cannot be listed)."""
 
 
-class RandomValidPrior:
+class RandomValidPrior(WantsValidActions):
     """Uniform over ``history.valid_actions`` (the driver attaches them before each call)."""
 
     wants_valid_actions = True

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from amc.config import MethodConfig, SMCConfig, ValueConfig
+from amc.config import MethodConfig, SMCConfig, ValueConfig, validate
 
 KINDS = ("react", "bon", "smc")
 _SPEC = re.compile(r"^(?P<kind>[a-z]+)(?:@(?P<n>-?\d+))?(?:\+(?P<value>[\w.-]+))?$")
@@ -55,5 +55,6 @@ def parse_method(
         return MethodConfig(name=spec.strip(), smc=cfg, value=ValueConfig(name="none"))
     if smc.resample == "never":
         raise ValueError(f"method {spec!r}: smc needs smc.resample = fixed or ess, not never")
-    return MethodConfig(name=spec.strip(), smc=smc.model_copy(update={"n_particles": n}),
-                        value=value)
+    data = {"name": spec.strip(), "smc": smc.model_copy(update={"n_particles": n}),
+            "value": value}
+    return validate(MethodConfig, data, f"method {spec.strip()!r}")

@@ -36,7 +36,11 @@ def _num(x: Any) -> float:
 
 @dataclass(frozen=True)
 class StepInfo:
-    """Diagnostics of one SMC step (after weighting and any resampling)."""
+    """Diagnostics of one SMC step.
+
+    ``ess`` and ``log_weights`` are the whole population's after weighting, before any
+    resampling; ``log_z_increment`` and ``n_live`` are after resampling.
+    """
 
     t: int
     ess: float
@@ -46,7 +50,9 @@ class StepInfo:
     values: list[float | None]
     log_z_increment: float
     n_live: int
-    degenerate: bool = False
+    degenerate: bool = False  # every eligible weight was zero when resampling
+    resample_ess: float | None = None  # the ESS the schedule compared with rho * N: of the
+    # particles eligible for resampling, scaled to N (None when the value was not evaluated)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -61,6 +67,7 @@ class StepInfo:
             ancestors=d.get("ancestors"), log_weights=[_num(x) for x in d["log_weights"]],
             values=list(d["values"]), log_z_increment=_num(d["log_z_increment"]),
             n_live=int(d["n_live"]), degenerate=bool(d.get("degenerate", False)),
+            resample_ess=d.get("resample_ess"),
         )
 
 

@@ -38,6 +38,10 @@ class Schedule:
         bad = sorted(s for s in self.steps if s < 1)
         if bad:
             raise ValueError(f"resample steps must be >= 1, got {bad}")
+        late = sorted(s for s in self.steps if s >= self.max_steps)
+        if self.kind == "fixed" and late:
+            raise ValueError(f"resample steps {late} are not before the last step "
+                             f"{self.max_steps}: they would never resample")
 
     def evaluates_value(self, t: int) -> bool:
         """Whether the value model is needed after step ``t`` (1-based)."""

@@ -13,6 +13,10 @@ paper's oracle metric is comparable across methods.
   reward estimate).
 - ``success`` / ``success_selected``: whether those reach the success threshold.
 
+Trajectories whose prior failed are not part of the pool nor of the population scored here
+(the driver leaves them out). If nothing is left -- every particle failed -- the scores are
+undefined: NaN, and ``success`` 0.
+
 Pure functions over arrays; no I/O.
 """
 
@@ -48,12 +52,16 @@ def task_metrics(
     """The scores of one task (see the module docstring)."""
     if len(population_log_w) != len(population_rewards):
         raise ValueError("population weights and rewards differ in length")
-    oracle = float(max(pool_rewards)) if len(pool_rewards) else 0.0
-    sel = float(population_rewards[select_max_weight(population_log_w)])
+    oracle = float(max(pool_rewards)) if len(pool_rewards) else math.nan
+    if len(population_rewards):
+        sel = float(population_rewards[select_max_weight(population_log_w)])
+        mean = weighted_mean(population_log_w, population_rewards)
+    else:
+        sel = mean = math.nan
     return {
         "oracle_best": oracle,
         "selected_reward": sel,
-        "weighted_mean_reward": weighted_mean(population_log_w, population_rewards),
+        "weighted_mean_reward": mean,
         "success": float(oracle >= success_threshold),
         "success_selected": float(sel >= success_threshold),
     }

@@ -13,6 +13,13 @@ impossible state), normalisation is undefined. We then return *uniform* weights,
 ``degenerate = True`` and emit a :class:`DegenerateWeightsWarning`; no NaN ever leaves this
 module. A NaN log-weight is a bug upstream (a broken value model) and raises ``ValueError``.
 
+The weight update itself is :func:`log_weight_increment`, the README's equation
+
+    Delta log w = (f(s_t) - f(s_t0) + sum_{tau=t0+1..t} r_tau) / beta
+
+for a particle whose value f was last evaluated after step t0 (f(s_0) := 0, f(terminal) = 0
+and f(s_T) = 0 at the horizon).
+
 Example::
 
     lw = LogWeights.uniform(4).add(np.array([0.0, -1.0, -np.inf, 2.0]))
@@ -45,6 +52,19 @@ def logsumexp(x: NDArray[np.float64]) -> float:
     if np.isposinf(m):
         return np.inf
     return m + float(np.log(np.sum(np.exp(x - m))))
+
+
+def log_weight_increment(f_now: float, f_last: float, reward_since: float,
+                         beta: float) -> float:
+    """Delta log w = (f(s_t) - f(s_t0) + sum of rewards since t0) / beta, in nats.
+
+    ``f_now`` is f at the new state (0 for a terminal state or the horizon), ``f_last`` f at
+    the last evaluation t0, ``reward_since`` the sum of per-step rewards after t0. Exact by
+    telescoping however many steps lie between t0 and t.
+    """
+    if not beta > 0:
+        raise ValueError(f"beta must be > 0, got {beta}")
+    return (reward_since + f_now - f_last) / beta
 
 
 def _checked(log_w: ArrayLike) -> NDArray[np.float64]:

@@ -12,8 +12,8 @@
 
 The LLM baselines call the run's prior (the factory receives ``prior=``), so they share its
 client, retries and cost ledger. The prior must offer ``async complete(prompt) -> (text, Usage)``
-(:class:`CompletionClient`); otherwise building the value fails with a clear error. Parsers are
-in :mod:`amc.value.parse`.
+(:class:`~amc.protocols.CompletionClient`); otherwise building the value fails with a clear
+error. Parsers are in :mod:`amc.value.parse`.
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 import torch
 from pydantic import Field
 
 from amc.config import Frozen
+from amc.protocols import CompletionClient, ReportsUsage
 from amc.registry import VALUES
 from amc.types import History, Usage
 from amc.value.parse import parse_foa_score, parse_value
@@ -171,15 +172,6 @@ def make_learned_value(options: LearnedValueOptions, *, env_name: str | None = N
 # ---------------------------------------------------------------- LLM-prompted baselines
 
 
-@runtime_checkable
-class CompletionClient(Protocol):
-    """What the LLM value baselines need of a prior: one completion per prompt."""
-
-    async def complete(self, prompt: str) -> tuple[str, Usage]:
-        """The model's text answer to ``prompt`` and what it cost."""
-        ...
-
-
 class LLMValueOptions(Frozen):
     """Options of the zero-shot and FoA value baselines."""
 
@@ -217,7 +209,7 @@ def default_reward_range(env_name: str | None) -> tuple[float, float]:
     return (-1.0, 1.0) if render_env_for(env_name) == "sciworld" else (0.0, 1.0)
 
 
-class _LLMValue:
+class _LLMValue(ReportsUsage):
     """Shared machinery: prompt per history, concurrent calls, parse, fallback, ledger."""
 
     def __init__(self, client: CompletionClient, env_name: str | None,

@@ -72,7 +72,8 @@ def test_extra_configuration_from_amc_run_and_cli_errors(tmp_path, monkeypatch):
     cli = CliRunner()
     run_dir = tmp_path / "faithful"
     r = cli.invoke(app, ["run", "--env", "synthetic", "--value", "exact", "-m",
-                         "react,bon@4,smc@4", "--steps", "3", "--max-tasks", "4", "--quiet",
+                         "react,bon@4,smc@4", "--steps", "3", "--resample-steps", "2",
+                         "--max-tasks", "4", "--quiet",
                          "--out", str(run_dir)])
     assert r.exit_code == 0, r.output
     assert json.loads((run_dir / "summary.json").read_text())["wall_s"] > 0

@@ -1,6 +1,7 @@
 """Driver behaviour: order independence, forking, baselines, failures and degenerate weights."""
 
 import asyncio
+import re
 
 import numpy as np
 import pytest
@@ -226,9 +227,9 @@ def test_value_calls_are_billed_to_the_task(synth):
 
 
 def test_all_zero_weights_are_recorded_never_nan(synth):
-    class Hopeless:
+    class Hopeless:  # finite, but (f - f_last) / beta overflows to -inf: every weight is zero
         async def score(self, hs):
-            return [-np.inf] * len(hs)
+            return [-1e308] * len(hs)
 
         async def aclose(self):
             pass
@@ -239,6 +240,23 @@ def test_all_zero_weights_are_recorded_never_nan(synth):
     assert any(s.degenerate for s in res.steps)
     d = res.to_dict()
     assert "nan" not in str(d["metrics"]).lower()
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf])
+def test_infinite_value_is_a_clear_error_naming_model_and_state(synth, bad):
+    class Overconfident:
+        async def score(self, hs):
+            return [0.5] * (len(hs) - 1) + [bad]
+
+        async def aclose(self):
+            pass
+
+    smc = SMCConfig(n_particles=4, max_steps=3, beta=BETA, resample="fixed", resample_steps=(1,))
+    shown = re.escape(f"{bad:+}")
+    with pytest.raises(ValueError, match=r"Overconfident .*\(" + shown + r"\) for particle "
+                       r"\d of task '18' after step 1"):
+        asyncio.run(run_task(suite=synth["suite"], prior=synth["prior"], value=Overconfident(),
+                             task_id=TASK, smc=smc, seed=0))
 
 
 def test_nan_value_is_a_clear_error(synth):
@@ -291,3 +309,53 @@ def test_forced_final_action_applies_to_every_method(synth):
             if not t.steps[0].done:
                 assert len(t.steps) == 2 and t.steps[-1].info["forced"]
                 assert t.steps[-1].action == "a0" and t.steps[-1].raw_text == ""
+
+
+def test_the_pool_keeps_finished_trajectories_that_resampling_dropped(synth):
+    """Finished particles resampled away stay in the pool (slot None) and count for the oracle."""
+    class Optimist:  # live particles look far better than finished ones: those get dropped
+        async def score(self, hs):
+            return [3.0] * len(hs)
+
+        async def aclose(self):
+            pass
+
+    smc = SMCConfig(n_particles=8, max_steps=3, beta=BETA, resample="fixed",
+                    resample_steps=(1, 2), resample_terminated=True)
+    decisive = 0
+    for seed in range(20):
+        res = asyncio.run(run_task(suite=synth["suite"], prior=synth["prior"],
+                                   value=Optimist(), task_id=TASK, smc=smc, seed=seed))
+        dropped = [t for t in res.trajectories if t.slot is None]
+        assert all(t.done for t in dropped) and len(res.population) == 8
+        assert {t.pid for t in dropped}.isdisjoint({t.pid for t in res.population})
+        best = max(t.total_reward for t in res.trajectories)
+        assert res.metrics["oracle_best"] == best
+        decisive += bool(dropped) and best > max(t.total_reward for t in res.population)
+    assert decisive > 0, "some run's best trajectory must have been dropped"
+
+
+def test_fixed_resample_steps_past_the_last_step_are_rejected():
+    from amc.config import ValueConfig
+    from amc.smc.schedule import Schedule
+
+    with pytest.raises(ValueError, match=r"resample_steps \[3, 5\] are not before max_steps = 3"):
+        parse_method("smc@4", SMCConfig(max_steps=3, resample_steps=(1, 3, 5)), ValueConfig())
+    ok = parse_method("smc@4", SMCConfig(max_steps=3, resample_steps=(1, 2)), ValueConfig())
+    assert ok.smc.resample_steps == (1, 2)
+    # react and bon never resample: their resample_steps are irrelevant, so not an error
+    assert parse_method("bon@4", SMCConfig(max_steps=3), ValueConfig()).smc.resample == "never"
+    assert parse_method("smc", SMCConfig(max_steps=3, resample="ess"), ValueConfig())
+    with pytest.raises(ValueError, match=r"\[4\] are not before the last step 4"):
+        Schedule("fixed", frozenset({2, 4}), max_steps=4)  # run_task called directly
+
+
+def test_shipped_configs_still_resolve():
+    from pathlib import Path
+
+    from amc.config import load_run_config
+
+    root = Path(__file__).resolve().parents[2]
+    for path in sorted((root / "configs").glob("*.yaml")):
+        cfg = load_run_config(path)
+        assert [parse_method(m, cfg.smc, cfg.value, cfg.values) for m in cfg.methods], path

@@ -79,3 +79,34 @@ def test_dense_rewards_and_telescoping_between_resampling_steps(h):
     tv = h.total_variation(tree.posterior(BETA), h.weighted_leaf_distribution(res))
     assert tv < TV_BOUND, tv
     assert TASK  # the session tree is a different task; this one has dense rewards
+
+
+def truncated_posterior(tree: SyntheticTree, beta: float, horizon: int) -> dict:
+    """Exact p*(tau_{0:T}) ∝ pi(tau_{0:T}) exp(R(tau_{0:T}) / beta) over the paths a run of
+    ``horizon`` steps ends on: terminal nodes up to depth T and every node at depth T."""
+    ends = [x for x, term in tree.terminal.items()
+            if x and len(x) <= horizon and (term or len(x) == horizon)]
+    logp = np.array([np.log(tree.prior_prob(x)) + tree.path_reward(x) / beta for x in ends])
+    p = np.exp(logp - np.logaddexp.reduce(logp))
+    return dict(zip(ends, p.tolist(), strict=True))
+
+
+@pytest.mark.parametrize("kw", [dict(resample="fixed", resample_steps=(1,)),
+                                dict(resample="ess", ess_threshold=0.95)])
+def test_a_horizon_shorter_than_the_tree_targets_the_truncated_posterior(synth, h, kw):
+    """max_steps = 2 < depth 3: unfinished particles are closed with f(s_T) = 0. Keeping the
+    exact value's f(s_1) instead (a sampler without the horizon step) targets another law."""
+    tree = synth["tree"]
+    target = truncated_posterior(tree, BETA, 2)
+    assert abs(sum(target.values()) - 1) < 1e-12 and any(len(x) == 2 for x in target)
+    # power: the full posterior's marginal differs from the truncated one by > 6x the bound
+    marginal: dict = {}
+    for leaf, p in tree.posterior(BETA).items():
+        key = leaf if len(leaf) <= 2 else leaf[:2]
+        marginal[key] = marginal.get(key, 0.0) + p
+    assert h.total_variation(target, marginal) > 2 * TV_BOUND
+    res = h.run_many(synth, "exact", SMCConfig(n_particles=32, max_steps=2, beta=BETA, **kw),
+                     RUNS)
+    assert sum(s.resampled for r in res for s in r.steps) > 0
+    tv = h.total_variation(target, h.weighted_leaf_distribution(res))
+    assert tv < TV_BOUND, f"TV {tv:.4f}"

@@ -54,6 +54,7 @@ from amc.envs.agentgym.options import AgentGymError, AgentGymOptions, ReplayDive
 from amc.envs.paper_splits import paper_split
 from amc.envs.textcraft.actions import observed_menu
 from amc.envs.textcraft.env import load_book
+from amc.protocols import ForcesFinalAction
 from amc.registry import ENVIRONMENTS
 from amc.types import EnvStep
 
@@ -175,7 +176,7 @@ class AgentGymSuite:
         self.http.close()
 
 
-class AgentGymEnv:
+class AgentGymEnv(ForcesFinalAction):
     """One server-side episode plus the local record of its steps (for replay forks)."""
 
     io_bound = True

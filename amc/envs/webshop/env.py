@@ -47,6 +47,7 @@ from amc.config import Frozen
 from amc.envs.paper_splits import WEBSHOP_TEST_IDS, WEBSHOP_TRAIN_IDS
 from amc.envs.webshop.catalog import Catalog, load_catalog
 from amc.envs.webshop.reward import get_reward, noun_extractor
+from amc.protocols import ForcesFinalAction
 from amc.registry import ENVIRONMENTS
 from amc.types import EnvStep
 
@@ -118,7 +119,7 @@ class _Session:
     reward: float = 0.0
 
 
-class WebShopEnv:
+class WebShopEnv(ForcesFinalAction):
     """One WebShop episode (see the module docstring for pages, actions and the forced buy)."""
 
     io_bound = False
