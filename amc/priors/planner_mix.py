@@ -40,7 +40,7 @@ from pydantic import Field
 
 from amc.config import Frozen
 from amc.envs.replay import ReplayCache, build_suite
-from amc.protocols import Environment, EnvSuite
+from amc.protocols import Environment, EnvSuite, WantsValidActions
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, AgentTurn, History, Usage
 
@@ -94,7 +94,7 @@ def _own_menu(env: Environment) -> list[str] | None:
     return env.valid_actions()
 
 
-class PlannerMixPrior:
+class PlannerMixPrior(WantsValidActions):
     """With probability q the planner's action, else a uniformly random valid action."""
 
     wants_valid_actions = False  # the replayed environment lists them, only when needed

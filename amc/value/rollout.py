@@ -36,7 +36,7 @@ from pydantic import Field
 
 from amc.config import Frozen
 from amc.envs.replay import ReplayCache, build_suite
-from amc.protocols import EnvSuite, Prior
+from amc.protocols import EnvSuite, Prior, ReportsUsage, WantsValidActions
 from amc.registry import VALUES
 from amc.smc.weights import logsumexp
 from amc.types import History, Step, Usage
@@ -74,7 +74,7 @@ def state_entropy(seed: int, history: History) -> list[int]:
     return [int(seed), int.from_bytes(hashlib.sha256(blob).digest()[:8], "little")]
 
 
-class RolloutValue:
+class RolloutValue(ReportsUsage):
     """f(s) = beta log mean exp(R_m / beta) over M rollouts of ``prior`` from s."""
 
     def __init__(self, suite: EnvSuite, prior: Prior, beta: float,
@@ -84,7 +84,7 @@ class RolloutValue:
         self.replay = (shared if isinstance(shared, ReplayCache) and shared.suite.name == suite.name
                        else ReplayCache(suite, options.replay_cache_size))
         self._cache: OrderedDict[tuple[str, tuple[str, ...]], float] = OrderedDict()
-        self._wants_menu = bool(getattr(prior, "wants_valid_actions", False))
+        self._wants_menu = isinstance(prior, WantsValidActions) and bool(prior.wants_valid_actions)
 
     async def score(self, histories: Sequence[History]) -> list[float]:
         return (await self.score_with_usage(histories))[0]
