@@ -3,8 +3,9 @@
 Regression metrics compare the predicted future reward f(s_t) with the Monte-Carlo target
 y_t: MSE, MAE, Pearson, Spearman. Success metrics ask whether the implied total return
 ``reward_so_far + f(s_t)`` (the paper's V = f + r, clipped to [0, 1]) predicts that the
-trajectory succeeds: ROC AUC (Mann-Whitney, ties averaged) and the Brier score. The reliability
-plot bins that clipped prediction and shows the observed success frequency per bin.
+trajectory succeeds: ROC AUC (Mann-Whitney, ties averaged), the Brier score and the expected
+calibration error (ECE, 10 equal-width bins). The reliability plot bins that clipped
+prediction and shows the observed success frequency per bin.
 """
 
 from __future__ import annotations
@@ -32,6 +33,18 @@ def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
     return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
+def calibration_error(p_success: np.ndarray, success: np.ndarray, bins: int = 10) -> float:
+    """Expected calibration error: state-weighted mean |mean prediction - success rate| over
+    equal-width bins of the predicted success probability in [0, 1] (NaN when empty)."""
+    p, y = np.asarray(p_success, float), np.asarray(success, float)
+    if not len(p):
+        return float("nan")
+    idx = np.clip(np.digitize(p, np.linspace(0, 1, bins + 1)[1:-1]), 0, bins - 1)
+    err = sum(abs(p[idx == b].mean() - y[idx == b].mean()) * (idx == b).sum()
+              for b in range(bins) if (idx == b).any())
+    return float(err / len(p))
+
+
 def value_metrics(pred: np.ndarray, target: np.ndarray, reward_so_far: np.ndarray,
                   success: np.ndarray) -> dict[str, float]:
     """All metrics of one evaluation (NaN where undefined, e.g. a constant prediction)."""
@@ -45,6 +58,7 @@ def value_metrics(pred: np.ndarray, target: np.ndarray, reward_so_far: np.ndarra
         "spearman": _corr(spearmanr, pred, target),
         "auc": roc_auc(p_success, success),
         "brier": float(np.mean((p_success - success) ** 2)) if len(pred) else float("nan"),
+        "ece": calibration_error(p_success, success),
     }
 
 

@@ -155,6 +155,11 @@ class ValueModel(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Raw head outputs, shape (batch,)."""
+        pooled = self.pool(input_ids, attention_mask)
+        return self.head(pooled.to(self.head[0].weight.dtype)).squeeze(-1)
+
+    def pool(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The pooled backbone state the head reads, shape (batch, hidden)."""
         out = self.backbone(input_ids=input_ids, attention_mask=attention_mask)
         h = out.last_hidden_state  # (B, L, H)
         mask = attention_mask.to(h.dtype).unsqueeze(-1)  # (B, L, 1)
@@ -163,7 +168,7 @@ class ValueModel(nn.Module):
         else:  # right padding: the last real token sits at length - 1
             idx = attention_mask.sum(1).long().clamp(min=1) - 1
             pooled = h[torch.arange(h.shape[0], device=h.device), idx]
-        return self.head(pooled.to(self.head[0].weight.dtype)).squeeze(-1)
+        return pooled
 
     def to_value(self, raw: torch.Tensor) -> torch.Tensor:
         """Predicted future reward from raw outputs (sigmoid for the BCE loss)."""

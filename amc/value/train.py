@@ -28,6 +28,7 @@ import torch
 from pydantic import Field
 
 from amc.config import Frozen
+from amc.value.features import HeadConfig
 from amc.value.metrics import finite, reliability_plot, value_metrics
 from amc.value.model import (
     ModelConfig,
@@ -45,6 +46,11 @@ class TrainConfig(Frozen):
 
     model: ModelConfig = ModelConfig()
     """Backbone, pooling, head, LoRA and loss."""
+    mode: Literal["full", "head"] = "full"
+    """full: fine-tune the backbone (LoRA for decoders) and head; head: freeze the backbone,
+    embed every state once into an on-disk cache and train only the head (CPU at scale)."""
+    head: HeadConfig = HeadConfig()
+    """Head-mode settings (lr, epochs, batch size, patience, feature cache); unused in full."""
     lr: float = Field(5e-5, gt=0)
     """Peak learning rate of AdamW (paper, 8B LoRA: 1e-5)."""
     weight_decay: float = Field(0.01, ge=0)
@@ -100,7 +106,7 @@ class TrainResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _columns(ds: Any, limit: int | None = None) -> dict[str, Any]:
+def columns(ds: Any, limit: int | None = None) -> dict[str, Any]:
     if limit is not None:
         ds = ds.select(range(min(limit, len(ds))))
     return {k: list(ds[k]) for k in ("text", "target", "reward_so_far", "success")}
@@ -123,6 +129,10 @@ def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
     An exception marks the MLflow run FAILED (instead of leaving it running) and propagates.
     """
     try:
+        if cfg.mode == "head":
+            from amc.value.train_head import train_head
+
+            return train_head(dataset_dir, cfg, out_dir)
         return _train(dataset_dir, cfg, out_dir)
     except BaseException:
         if cfg.track:
@@ -141,18 +151,16 @@ def _train(dataset_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None
     from amc.value.data import load_dataset_dir
 
     dsd, render, card = load_dataset_dir(dataset_dir)
-    train_cols = _columns(dsd["train"], cfg.max_train_rows)
-    val_cols, test_cols = _columns(dsd["validation"]), _columns(dsd["test"])
+    train_cols = columns(dsd["train"], cfg.max_train_rows)
+    val_cols, test_cols = columns(dsd["validation"]), columns(dsd["test"])
     if not train_cols["text"]:
         raise ValueError(f"dataset {dataset_dir} has no training rows")
     use_cuda = cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())
     acc = Accelerator(cpu=not use_cuda, mixed_precision="bf16" if use_cuda and cfg.bf16 else "no")
     device, autocast = acc.device, use_cuda and cfg.bf16
-    out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="amc-value-"))
+    out = output_dir(out_dir)
     max_len = cfg.model.max_length
-    if render.max_tokens is not None and render.max_tokens + 4 > max_len:
-        raise ValueError(f"model.max_length={max_len} is too small for the dataset's "
-                         f"render.max_tokens={render.max_tokens} (needs >= max_tokens + 4)")
+    check_budget(render, max_len)
     tok = load_tokenizer_for(cfg.model)
     ids_train = encode(tok, train_cols["text"], max_len)
     ids_val = encode(tok, val_cols["text"], max_len) if val_cols["text"] else []
@@ -182,7 +190,7 @@ def _train(dataset_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None
 
         run = None
         if cfg.track and acc.is_main_process:
-            run = _start_run(cfg, card, render)
+            run = start_run(cfg, card, render)
         history: list[dict[str, float]] = []
         best_score, best_epoch, bad = -math.inf, 0, 0
         best_state: dict[str, torch.Tensor] | None = None
@@ -251,7 +259,19 @@ def _train(dataset_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None
                    n_seen / t_train if t_train else 0.0)
 
 
-def _start_run(cfg: TrainConfig, card: dict[str, Any], render: Any) -> Any:
+def output_dir(out_dir: str | Path | None) -> Path:
+    """The run's output directory (a fresh temporary one when None)."""
+    return Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="amc-value-"))
+
+
+def check_budget(render: Any, max_len: int) -> None:
+    """Fail when the model's token limit cannot hold the dataset's rendering budget."""
+    if render.max_tokens is not None and render.max_tokens + 4 > max_len:
+        raise ValueError(f"model.max_length={max_len} is too small for the dataset's "
+                         f"render.max_tokens={render.max_tokens} (needs >= max_tokens + 4)")
+
+
+def start_run(cfg: TrainConfig, card: dict[str, Any], render: Any) -> Any:
     import mlflow
 
     from amc.tracking import flatten_params, run_tags, setup_tracking
@@ -273,13 +293,33 @@ def _finish(model: Any, tok: Any, cfg: TrainConfig, out: Path, render: Any, card
             val: tuple[list[list[int]], dict[str, Any]],
             test: tuple[list[list[int]], dict[str, Any]],
             device: torch.device, autocast: bool, samples_per_s: float) -> TrainResult:
-    """Final evaluation, calibration plot, save, MLflow logging and registration."""
+    """Final evaluation of the restored model on token ids, then :func:`finish_run`."""
     best, pred = _evaluate(model, val[0], val[1], tok.pad_token_id, cfg, device, autocast)
-    final = finite(best, "best_val_")
     test_m, _ = _evaluate(model, test[0], test[1], tok.pad_token_id, cfg, device, autocast)
-    final.update(finite(test_m, "test_"))
+    return finish_run(model, tok, cfg, out, render, card, history, best_epoch, run,
+                      FinalEval(best, pred, val[1], test_m),
+                      {"train_samples_per_s": samples_per_s})
+
+
+@dataclass
+class FinalEval:
+    """The best model's validation metrics and predictions, and its test metrics."""
+
+    val: dict[str, float]
+    val_pred: list[float]
+    val_cols: dict[str, Any]
+    test: dict[str, float]
+
+
+def finish_run(model: Any, tok: Any, cfg: TrainConfig, out: Path, render: Any,
+               card: dict[str, Any], history: list[dict[str, float]], best_epoch: int, run: Any,
+               ev: FinalEval, extra: dict[str, float]) -> TrainResult:
+    """Calibration plot, save, MLflow logging and registration (both modes)."""
+    final = finite(ev.val, "best_val_")
+    final.update(finite(ev.test, "test_"))
     final["best_epoch"] = float(best_epoch)
-    final["train_samples_per_s"] = samples_per_s
+    final.update(extra)
+    samples_per_s = extra.get("train_samples_per_s", 0.0)
     model_dir = model.save(out / "model", tok, extra={
         "render": render.model_dump(mode="json"), "env": cfg.env,
         "dataset_hash": card["content_hash"], "metrics": final})
@@ -293,13 +333,13 @@ def _finish(model: Any, tok: Any, cfg: TrainConfig, out: Path, render: Any, card
 
     try:
         mlflow.log_metrics(final)
-        if pred:
-            png = reliability_plot(np.array(pred), np.array(val[1]["reward_so_far"]),
-                                   np.array(val[1]["success"]), out / "calibration.png",
+        if ev.val_pred:
+            png = reliability_plot(np.array(ev.val_pred), np.array(ev.val_cols["reward_so_far"]),
+                                   np.array(ev.val_cols["success"]), out / "calibration.png",
                                    title=f"Value calibration ({cfg.env}, validation)")
             mlflow.log_artifact(str(png), "plots")
         mlflow.log_artifact(str(out / "metrics.json"))
-        examples = (val[1]["text"] or [])[:2] or ["(example state)"]
+        examples = (ev.val_cols["text"] or [])[:2] or ["(example state)"]
         logged = log_value_model(model_dir, env=cfg.env, register=cfg.register_model,
                                  input_example=examples)
         result.run_id = run.info.run_id
