@@ -153,10 +153,18 @@ class RunConfig(Frozen):
     """Tasks in flight at once."""
     max_concurrent_particles: int = Field(64, ge=1)
     """Particle steps (proposal + env step) in flight at once, across all tasks."""
-    out_dir: Path | None = None
+    out_dir: Path = None  # type: ignore[assignment]  # None on input: filled in below
     """Where per-(method, seed) JSON-lines results are written; None = a folder per
     configuration, runs/<env>-<hash of env, prior, smc, value, values>, so a changed flag never
     meets results of another configuration."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _none_out_dir(cls, data: Any) -> Any:
+        """``out_dir: null`` asks for the default folder, like leaving it out."""
+        if isinstance(data, dict) and "out_dir" in data and data["out_dir"] is None:
+            data = {k: v for k, v in data.items() if k != "out_dir"}
+        return data
 
     @model_validator(mode="after")
     def _default_out_dir(self) -> RunConfig:

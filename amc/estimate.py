@@ -12,12 +12,15 @@ make fewer) and estimates of tokens; nothing is sent to any model and no key is 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from amc.config import MethodConfig, RunConfig
 from amc.registry import ENVIRONMENTS, PRIORS
 from amc.runner import resolve_methods, task_list
 from amc.types import History
+
+if TYPE_CHECKING:
+    from amc.priors.prompts import Style
 
 LLM_VALUES = ("zero-shot", "foa")
 
@@ -39,7 +42,7 @@ def _first_prompt_tokens(cfg: RunConfig, tasks: list[str]) -> list[int]:
     from amc.priors.prompts import chat_messages, completion_prompt
 
     opts = PRIORS.validate(cfg.prior.name, cfg.prior.options)
-    style = getattr(opts, "prompt", "react")
+    style = cast("Style", getattr(opts, "prompt", "react"))
     endpoint = getattr(opts, "endpoint", "chat")
     suite = ENVIRONMENTS.build(cfg.env.name, cfg.env.options)
     out = []

@@ -147,7 +147,10 @@ class WantsValidActions(Protocol):
     history before each proposal. Default: no menu (the environment is not asked).
     """
 
-    wants_valid_actions: bool
+    @property
+    def wants_valid_actions(self) -> bool:
+        """Whether to attach the valid actions (a class attribute is fine)."""
+        ...
 
 
 @runtime_checkable

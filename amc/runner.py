@@ -213,7 +213,7 @@ async def run_one_method(
             done[task_id] = res
         else:
             rec = {"task_id": task_id, "method": method.name, "seed": seed,
-                   "config_hash": run_hash, "error": error[:1000],
+                   "config_hash": run_hash, "error": (error or "")[:1000],
                    "failures": [dict(f) for f in res.failures] if res is not None else []}
             append_jsonl(fail_path, rec)
             failed[task_id] = rec

@@ -8,7 +8,9 @@ there is no import circle and no second ``__main__`` module.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 import typer
 
@@ -50,7 +52,7 @@ def _root(
     """Agentic Monte Carlo: steer black-box LLM agents with SMC and a learned value."""
 
 
-COMMANDS = {
+COMMANDS: dict[str, Callable[..., Any]] = {
     "run": run.run_cmd,
     "serve-env": envs.serve_env,
     "serve-prior": priors.serve_prior,
@@ -65,7 +67,8 @@ COMMANDS = {
 }
 """Top-level commands by name (``amc <name>``)."""
 
-FETCHERS = {"textcraft": fetch.fetch_textcraft_cmd, "webshop": fetch.fetch_webshop_cmd}
+FETCHERS: dict[str, Callable[..., Any]] = {
+    "textcraft": fetch.fetch_textcraft_cmd, "webshop": fetch.fetch_webshop_cmd}
 """``amc fetch <benchmark>``: one command per benchmark with third-party data."""
 
 for _name, _fn in COMMANDS.items():

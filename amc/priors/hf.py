@@ -92,7 +92,7 @@ def converted_model_dir(name: str, cache_dir: Path | None = None) -> Path:
             tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
             model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
                                                          dtype=torch.float32)
-            model.hf_quantizer = None  # transformers 5 marks GGUF loads as unsaveable
+            model.hf_quantizer = None  # type: ignore[assignment]  # GGUF loads: else unsaveable
             model.config.__dict__.pop("quantization_config", None)
             tmp = out.with_name(out.name + ".part")
             model.save_pretrained(tmp)
@@ -128,7 +128,8 @@ class HFPrior:
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(self.device)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        self.model = model.to(self.device)  # type: ignore[arg-type]  # stubs: to(device) is fine
         self.model.eval()
         self.name = str(options.model)
         # Token ids whose text holds a newline end a completion-mode turn.
@@ -149,8 +150,10 @@ class HFPrior:
         kw = {"max_steps": o.max_history_steps, "menu_limit": o.menu_limit}
         if o.chat_template:
             msgs = chat_messages(history, self.env, o.prompt, **kw)
-            return self.tokenizer.apply_chat_template(msgs, tokenize=False,
+            text = self.tokenizer.apply_chat_template(msgs, tokenize=False,
                                                       add_generation_prompt=True)
+            assert isinstance(text, str)  # tokenize=False returns the text
+            return text
         return completion_prompt(history, self.env, o.prompt, **kw)
 
     # -- batched decoding (runs in a worker thread) ------------------------------------------
@@ -194,7 +197,7 @@ class HFPrior:
                 pos = pos[:, -1:] + 1
         results = []
         for i in range(b):
-            text = tok.decode(out[i, : int(lengths[i])], skip_special_tokens=True)
+            text = str(tok.decode(out[i, : int(lengths[i])], skip_special_tokens=True))
             if stop_at_newline:
                 text = text.split("\n", 1)[0]
             results.append((text, int(enc["attention_mask"][i].sum()), int(lengths[i])))

@@ -158,8 +158,13 @@ async def force_final_actions(pop: Population, beta: float) -> Population:
 
     Identical for every method; no agent turn is recorded (the raw text is empty).
     """
-    todo = [i for i in pop.live if isinstance(pop.envs[i], ForcesFinalAction)]
-    actions = [await run_io(pop.envs[i], pop.envs[i].final_action) for i in todo]
+    todo: list[int] = []
+    actions: list[str | None] = []
+    for i in pop.live:
+        env = pop.envs[i]
+        if isinstance(env, ForcesFinalAction):
+            todo.append(i)
+            actions.append(await run_io(env, env.final_action))
     todo_actions = [(i, a) for i, a in zip(todo, actions, strict=True) if a]
     results = await gather_settled(run_io(pop.envs[i], pop.envs[i].step, a)
                                    for i, a in todo_actions)
@@ -254,7 +259,8 @@ class Kernel:
             for i, fi in zip(live, f, strict=True):
                 values[i] = fi
         ess, log_w = pop.log_w.ess(), pop.log_w.log_w.tolist()  # what resampling sees
-        res, dropped, decisive = None, [], None
+        res, decisive = None, None
+        dropped: list[Environment] = []
         elig = pop.eligible(self.smc.resample_terminated)
         if evaluates and elig.any():
             decisive = eligible_ess_fraction(pop.log_w, elig)

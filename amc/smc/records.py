@@ -127,7 +127,8 @@ class TaskResult:
     @property
     def population(self) -> list[TrajectoryRecord]:
         """The final population, in slot order."""
-        return sorted((r for r in self.trajectories if r.slot is not None), key=lambda r: r.slot)
+        slotted = [(r.slot, r) for r in self.trajectories if r.slot is not None]
+        return [r for _, r in sorted(slotted, key=lambda sr: sr[0])]
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -258,9 +258,11 @@ def build_dataset(histories: Sequence[History], out_dir: str | Path,
     """Build, save (Arrow ``DatasetDict`` + ``render.json`` + card) and return the card."""
     from datasets import Dataset, DatasetDict, Features, Value
 
-    tok = load_tokenizer(options.tokenizer) if options.render.max_tokens is not None else None
     if options.render.max_tokens is not None and options.tokenizer is None:
         raise ValueError("render.max_tokens needs a tokenizer (option tokenizer)")
+    tok = None
+    if options.render.max_tokens is not None and options.tokenizer is not None:
+        tok = load_tokenizer(options.tokenizer)
     rows = build_rows(histories, options, tok)
     features = Features({
         "task_id": Value("string"), "traj": Value("int32"), "step": Value("int32"),

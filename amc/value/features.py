@@ -205,6 +205,9 @@ def embed_texts(model: ValueModel, tokenizer: Any, texts: list[str], cache: Feat
         cache.put(pend_k, np.concatenate(pend_f))
     model.train(was_training)
     hidden = int(model.hf_config.hidden_size)
-    out = np.stack([cache.get(k) for k in keys]) if keys else np.zeros((0, hidden), np.float32)
+    rows = [cache.get(k) for k in keys]
+    if any(r is None for r in rows):
+        raise RuntimeError("feature cache lost states it just stored")  # a broken shard write
+    out = np.stack(rows) if rows else np.zeros((0, hidden), np.float32)  # type: ignore[arg-type]
     stats.seconds = time.perf_counter() - t0
     return out.astype(np.float32, copy=False), stats

@@ -128,7 +128,7 @@ class ValueModel(nn.Module):
         if config.num_layers is not None:
             _truncate_layers(backbone, hf_config, config.num_layers)
         if config.freeze_embeddings:
-            backbone.get_input_embeddings().requires_grad_(False)
+            backbone.get_input_embeddings().requires_grad_(False)  # type: ignore[operator]
         if self.use_lora:
             from peft import LoraConfig, get_peft_model
 
@@ -156,7 +156,9 @@ class ValueModel(nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Raw head outputs, shape (batch,)."""
         pooled = self.pool(input_ids, attention_mask)
-        return self.head(pooled.to(self.head[0].weight.dtype)).squeeze(-1)
+        first = self.head[0]
+        assert isinstance(first, nn.Linear)
+        return self.head(pooled.to(first.weight.dtype)).squeeze(-1)
 
     def pool(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """The pooled backbone state the head reads, shape (batch, hidden)."""

@@ -66,10 +66,8 @@ class RenderOptions(Frozen):
 def render_env_for(env_name: str | None) -> RenderEnv:
     """The renderer flavour of an environment registry name (unknown names -> generic)."""
     name = (env_name or "").lower()
-    for known in ("textcraft", "sciworld", "webshop"):
-        if known in name:
-            return known  # type: ignore[return-value]
-    return "generic"
+    known: tuple[RenderEnv, ...] = ("textcraft", "sciworld", "webshop")
+    return next((k for k in known if k in name), "generic")
 
 
 # ---------------------------------------------------------------- instruction extraction

@@ -175,8 +175,9 @@ def _train(dataset_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None
         base_dtype = torch.bfloat16 if use_cuda and cfg.bf16 and uses_lora(cfg.model) else None
         model = build_model(cfg.model, g_init, base_dtype)
         g_shuffle = torch.Generator().manual_seed(cfg.seed + 1)
-        order_loader = torch.utils.data.DataLoader(
-            range(len(ids_train)), batch_size=cfg.batch_size, shuffle=True, generator=g_shuffle)
+        order_loader: torch.utils.data.DataLoader[int] = torch.utils.data.DataLoader(
+            range(len(ids_train)),  # type: ignore[arg-type]  # a range is a map-style dataset
+            batch_size=cfg.batch_size, shuffle=True, generator=g_shuffle)
         params = [p for p in model.parameters() if p.requires_grad]
         decay = [p for p in params if p.ndim >= 2]
         no_decay = [p for p in params if p.ndim < 2]

@@ -92,7 +92,9 @@ def fit_head(model: ValueModel, train: SplitFeatures, val: SplitFeatures, cfg: T
     std_train = SplitFeatures((train.x - mu) / sd, train.cols)
     std_val = SplitFeatures((val.x - mu) / sd, val.cols)
     history, best_epoch = _fit(model, std_train, std_val, cfg, log, progress)
-    fold_standardiser(model.head[0], mu, sd)
+    first = model.head[0]
+    assert isinstance(first, torch.nn.Linear)
+    fold_standardiser(first, mu, sd)
     return history, best_epoch
 
 
@@ -149,7 +151,8 @@ def _fit(model: ValueModel, train: SplitFeatures, val: SplitFeatures, cfg: Train
             if bad > h.patience:
                 break
     bar.close()
-    model.head.load_state_dict(best_state)
+    if best_state is not None:
+        model.head.load_state_dict(best_state)
     return history, best_epoch
 
 
