@@ -3,7 +3,8 @@
 One run on this machine measures:
 
 1. data: TextCraft (dense reward) trajectories of the ``random-valid`` prior, Best-of-G over the
-   first tasks of the train split (:mod:`benchmarks.value_scale_data`, resumable), turned into a value
+   first tasks of the train split (:mod:`benchmarks.value_scale_data`, resumable), turned into
+   a value
    dataset (not timed as training; the time is reported);
 2. head mode on >= 20,000 training states, wall time of the whole ``train()`` call (model load,
    embedding of every split, head epochs, save, MLflow logging) with a cold feature cache (an
@@ -36,9 +37,9 @@ from amc.value.features import HeadConfig
 from amc.value.model import ModelConfig
 from amc.value.render import RenderOptions
 from amc.value.scale import quality_vs_size
-from benchmarks.value_scale_data import CollectOptions, collect
 from amc.value.train import TrainConfig, train
 from benchmarks._report import md_table, write_section
+from benchmarks.value_scale_data import CollectOptions, collect
 
 ASSETS = Path(__file__).resolve().parent.parent / "docs" / "value-scale"
 
