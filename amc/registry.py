@@ -124,6 +124,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.priors.embedded",
     "amc.priors.hf",
     "amc.value.scorers",
+    "amc.value.remote",
 )
 
 _loaded = False
