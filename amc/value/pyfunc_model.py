@@ -7,8 +7,10 @@ MLflow executes this file when it loads the model (no pickled Python objects are
 
 Input (the contract is in :mod:`amc.value.serve_io`): a DataFrame with a ``text`` column of
 rendered states or a ``history`` column of trajectory JSON (rendered here with the model's own
-render options and tokenizer); also accepted in-process: a list of strings (texts), a list of
-history dicts, or a dict ``{"text": [...]}`` / ``{"history": [...]}``. Output: a DataFrame with
+render options and tokenizer), or a dict ``{"text": [...]}`` / ``{"history": [...]}`` (over
+HTTP: any of MLflow's ``dataframe_split``/``dataframe_records``/``inputs`` encodings of these
+columns). A plain list is rejected: MLflow's schema enforcement would turn it into an unnamed
+column. Output: a DataFrame with
 ``value`` (clipped into the reward range), ``raw`` and ``status`` per state. The reward range is
 the logged ``model_config["reward_range"]``, else the model's environment default.
 """
@@ -22,7 +24,7 @@ from mlflow.pyfunc import PythonModel
 
 
 def _rows(model_input: Any) -> tuple[str, list[Any]]:
-    """(column, rows) of any accepted input form."""
+    """(column, rows) of a DataFrame or dict input with exactly one of the two columns."""
     from amc.value.serve_io import HISTORY_COL, TEXT_COL
 
     if hasattr(model_input, "columns"):  # pandas DataFrame
@@ -37,10 +39,8 @@ def _rows(model_input: Any) -> tuple[str, list[Any]]:
         if len(keys) != 1:
             raise ValueError(f"input dict needs exactly one key {TEXT_COL!r} or {HISTORY_COL!r}")
         return keys[0], list(model_input[keys[0]])
-    items = list(model_input)
-    if items and all(isinstance(x, dict) for x in items):
-        return HISTORY_COL, items
-    return TEXT_COL, [str(x) for x in items]
+    raise ValueError(f"input must be a DataFrame or dict with a {TEXT_COL!r} or {HISTORY_COL!r} "
+                     f"column, got {type(model_input).__name__}")
 
 
 class ValuePyfunc(PythonModel):

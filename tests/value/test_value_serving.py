@@ -190,9 +190,9 @@ def test_input_forms_agree_and_out_of_range_is_clipped_and_flagged(
     texts = [in_process.render(h) for h in states]
     by_text = pf.predict(pd.DataFrame({"text": texts}))
     by_history = pf.predict(pd.DataFrame({"history": [history_to_json(h) for h in states]}))
-    by_list = pf.predict(texts)
+    by_dict = pf.predict({"history": [history_to_json(h) for h in states]})
     assert by_history["raw"].tolist() == pytest.approx(by_text["raw"].tolist(), abs=1e-6)
-    assert by_list["raw"].tolist() == pytest.approx(by_text["raw"].tolist(), abs=1e-6)
+    assert by_dict["raw"].tolist() == pytest.approx(by_text["raw"].tolist(), abs=1e-6)
     raw = by_text["raw"].to_numpy()
     mid = float(sorted(raw)[len(raw) // 2])  # a range that half the predictions exceed
     narrow = mlflow.pyfunc.load_model(champion, model_config={"reward_range": [raw.min(), mid]})
@@ -201,7 +201,7 @@ def test_input_forms_agree_and_out_of_range_is_clipped_and_flagged(
     assert above.any() and (~above).any()
     assert (out["status"] == "clipped").tolist() == above.tolist()
     assert out["value"].tolist() == pytest.approx(raw.clip(max=mid).tolist(), abs=1e-9)
-    with pytest.raises(Exception, match="exactly one of the columns"):
+    with pytest.raises(ValueError, match="exactly one of the columns"):
         pf.predict(pd.DataFrame({"text": texts[:1], "history": ["{}"]}))
 
 
