@@ -23,6 +23,7 @@ takes the clipped value. A non-finite prediction is always an error (the model i
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -74,12 +75,15 @@ class RemoteValue:
         self._rng = np.random.default_rng(options.seed)  # backoff jitter only
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.stats = {"calls": 0, "states": 0, "retries": 0, "clipped": 0}
 
     def _http(self) -> httpx.AsyncClient:
-        if self._client is None:  # created lazily: it binds to the running event loop
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:  # a client binds to its event loop
             self._client = httpx.AsyncClient(timeout=self.options.timeout_s,
                                              transport=self._transport)
+            self._loop = loop
         return self._client
 
     async def _post(self, body: dict[str, Any]) -> Any:
