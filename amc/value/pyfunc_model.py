@@ -33,7 +33,10 @@ def _rows(model_input: Any) -> tuple[str, list[Any]]:
         if len(cols) != 1:
             raise ValueError(f"input needs exactly one of the columns {TEXT_COL!r} or "
                              f"{HISTORY_COL!r} (fully filled), got {list(model_input.columns)}")
-        return cols[0], model_input[cols[0]].tolist()
+        rows = model_input[cols[0]].tolist()
+        if len(rows) == 1 and not isinstance(rows[0], str | dict):
+            rows = list(rows[0])  # MLflow turns a dict of lists into ONE row holding the list
+        return cols[0], rows
     if isinstance(model_input, dict):
         keys = [k for k in (TEXT_COL, HISTORY_COL) if k in model_input]
         if len(keys) != 1:

@@ -254,6 +254,7 @@ async def test_run_with_remote_value_equals_in_process_champion(
 
     cfg = RunConfig(
         methods=("smc@4+learned", "smc@4+remote"), max_tasks=3, seeds=(0,), out_dir=tmp_path,
+        smc={"resample_steps": (1, 2)},  # synthetic episodes end by step 3: score before that
         values={"learned": {"name": "learned", "options": {
                     "model": champion, "tracking_uri": mlflow_uri, "device": "cpu"}},
                 "remote": {"name": "remote", "options": {"url": proxy.url + "/invocations"}}})
