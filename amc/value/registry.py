@@ -96,14 +96,22 @@ def log_value_model(model_dir: str | Path, *, env: str, register: bool = True,
                     torch_index: str | None = CPU_TORCH_INDEX) -> LoggedValueModel:
     """Log ``model_dir`` as a pyfunc (in the active run, if any) and optionally register it.
 
-    ``reward_range`` (default: the environment's) bounds the served predictions; it is stored
-    as the model's ``model_config`` and can be overridden at load time.
+    ``reward_range`` (default: the model's environment's) bounds the served predictions; it is
+    stored as the model's ``model_config`` and can be overridden at load time
+    (``load_model(uri, model_config=...)`` or ``MLFLOW_PYFUNC_INFERENCE_CONFIG`` for a server).
     """
     import mlflow
     import pandas as pd
 
+    import json
+
+    from amc.value.serve_io import reward_range_for
+
     texts = input_example or ["(example state)"]
-    config = {"reward_range": list(reward_range)} if reward_range is not None else None
+    meta = json.loads((Path(model_dir) / CONFIG_FILE).read_text())
+    # Always logged: MLflow only lets load-time model_config override keys the model logged.
+    lo, hi = reward_range_for({**meta, "reward_range": reward_range})
+    config = {"reward_range": [lo, hi]}
     with tempfile.TemporaryDirectory() as tmp:
         info = mlflow.pyfunc.log_model(
             name=name, python_model=str(PYFUNC_FILE), artifacts={ARTIFACT_KEY: str(model_dir)},
