@@ -100,10 +100,10 @@ def log_value_model(model_dir: str | Path, *, env: str, register: bool = True,
     stored as the model's ``model_config`` and can be overridden at load time
     (``load_model(uri, model_config=...)`` or ``MLFLOW_PYFUNC_INFERENCE_CONFIG`` for a server).
     """
+    import json
+
     import mlflow
     import pandas as pd
-
-    import json
 
     from amc.value.serve_io import reward_range_for
 
