@@ -126,6 +126,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.priors.hf",
     "amc.value.scorers",
     "amc.value.rollout",
+    "amc.value.remote",
 )
 
 _loaded = False

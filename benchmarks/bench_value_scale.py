@@ -4,8 +4,7 @@ One run on this machine measures:
 
 1. data: TextCraft (dense reward) trajectories of the ``random-valid`` prior, Best-of-G over the
    first tasks of the train split (:mod:`benchmarks.value_scale_data`, resumable), turned into
-   a value
-   dataset (not timed as training; the time is reported);
+   a value dataset (not timed as training; the time is reported);
 2. head mode on >= 20,000 training states, wall time of the whole ``train()`` call (model load,
    embedding of every split, head epochs, save, MLflow logging) with a cold feature cache (an
    empty directory) and again with the warm cache;

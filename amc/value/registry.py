@@ -7,6 +7,12 @@ pip requirements so logging does not spawn a requirements-inference subprocess) 
 as ``amc-value-<env>`` with the alias ``challenger``. Promotion moves the ``champion`` alias
 (:func:`set_alias`).
 
+Portability: the ``amc`` package itself is logged as ``code_paths`` (a copy without caches), so
+``mlflow models serve``/``build-docker`` and ``--env-manager virtualenv|uv`` import the code the
+weights were trained with, where ``amc`` is not installed. The requirements pin this
+environment's versions; torch comes from the CPU wheel index by default (``+cpu``), so a serving
+environment does not pull the multi-GB CUDA wheels (pass ``torch_index=None`` for a GPU host).
+
 :func:`resolve_model_dir` turns ``models:/amc-value-textcraft@champion``, ``models:/<id>``,
 ``runs:/...``, an MLflow model directory or a plain model directory into a local directory that
 :func:`amc.value.model.load_model` reads.
@@ -15,6 +21,8 @@ as ``amc-value-<env>`` with the alias ``challenger``. Promotion moves the ``cham
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,12 +38,46 @@ def registered_name(env: str) -> str:
     return f"amc-value-{safe}"
 
 
-def pip_requirements() -> list[str]:
-    """Pinned requirements of the pyfunc (versions of this environment; torch without +cpu)."""
+CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def pip_requirements(torch_index: str | None = CPU_TORCH_INDEX) -> list[str]:
+    """Pinned requirements of the pyfunc (this environment's versions; what ``amc`` imports).
+
+    With ``torch_index`` the list starts with ``--extra-index-url <index>`` and pins
+    ``torch==X+cpu`` (the CPU wheel); with None, plain ``torch==X`` (PyPI, CUDA on Linux).
+    """
     from importlib.metadata import version
 
-    pkgs = ["torch", "transformers", "safetensors", "peft", "numpy", "pandas", "mlflow"]
-    return [f"{p}=={version(p).split('+')[0]}" for p in pkgs]
+    pkgs = ["transformers", "tokenizers", "safetensors", "peft", "numpy", "pandas", "mlflow",
+            "pydantic", "pyyaml"]
+    torch_v = version("torch").split("+")[0]
+    head = ([f"--extra-index-url {torch_index}", f"torch=={torch_v}+cpu"] if torch_index
+            else [f"torch=={torch_v}"])
+    return head + [f"{p}=={version(p).split('+')[0]}" for p in pkgs]
+
+
+def _signature() -> object:
+    """Input: optional ``text``/``history`` string columns; output: value, raw, status."""
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
+
+    from amc.value.serve_io import HISTORY_COL, TEXT_COL
+
+    return ModelSignature(
+        inputs=Schema([ColSpec("string", TEXT_COL, required=False),
+                       ColSpec("string", HISTORY_COL, required=False)]),
+        outputs=Schema([ColSpec("double", "value"), ColSpec("double", "raw"),
+                        ColSpec("string", "status")]),
+        params=ParamSchema([ParamSpec("batch_size", "long", 64)]))
+
+
+def _package_copy(dest: Path) -> Path:
+    """A copy of the ``amc`` package without bytecode caches (the model's code_paths entry)."""
+    src = Path(__file__).resolve().parents[1]
+    out = dest / "amc"
+    shutil.copytree(src, out, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return out
 
 
 @dataclass(frozen=True)
@@ -49,19 +91,33 @@ class LoggedValueModel:
 
 def log_value_model(model_dir: str | Path, *, env: str, register: bool = True,
                     alias: str = "challenger", input_example: list[str] | None = None,
-                    name: str = "value_model") -> LoggedValueModel:
-    """Log ``model_dir`` as a pyfunc (in the active run, if any) and optionally register it."""
+                    name: str = "value_model",
+                    reward_range: tuple[float, float] | None = None,
+                    torch_index: str | None = CPU_TORCH_INDEX) -> LoggedValueModel:
+    """Log ``model_dir`` as a pyfunc (in the active run, if any) and optionally register it.
+
+    ``reward_range`` (default: the model's environment's) bounds the served predictions; it is
+    stored as the model's ``model_config`` and can be overridden at load time
+    (``load_model(uri, model_config=...)`` or ``MLFLOW_PYFUNC_INFERENCE_CONFIG`` for a server).
+    """
+    import json
+
     import mlflow
-    import numpy as np
     import pandas as pd
-    from mlflow.models import infer_signature
+
+    from amc.value.serve_io import reward_range_for
 
     texts = input_example or ["(example state)"]
-    example = pd.DataFrame({"text": texts})
-    signature = infer_signature(example, np.zeros(len(texts), dtype=np.float64))
-    info = mlflow.pyfunc.log_model(
-        name=name, python_model=str(PYFUNC_FILE), artifacts={ARTIFACT_KEY: str(model_dir)},
-        signature=signature, input_example=example, pip_requirements=pip_requirements())
+    meta = json.loads((Path(model_dir) / CONFIG_FILE).read_text())
+    # Always logged: MLflow only lets load-time model_config override keys the model logged.
+    lo, hi = reward_range_for({**meta, "reward_range": reward_range})
+    config = {"reward_range": [lo, hi]}
+    with tempfile.TemporaryDirectory() as tmp:
+        info = mlflow.pyfunc.log_model(
+            name=name, python_model=str(PYFUNC_FILE), artifacts={ARTIFACT_KEY: str(model_dir)},
+            signature=_signature(), input_example=pd.DataFrame({"text": texts}),
+            pip_requirements=pip_requirements(torch_index), model_config=config,
+            code_paths=[str(_package_copy(Path(tmp)))])
     reg = registered_name(env)
     if not register:
         return LoggedValueModel(info.model_uri, reg, None)

@@ -30,7 +30,7 @@ texts = json.loads(sys.argv[1])
 v = LearnedValue.load("models:/amc-value-textcraft@challenger", device="cpu")
 pf = mlflow.pyfunc.load_model("models:/amc-value-textcraft@challenger")
 print(json.dumps({"learned": v.score_texts(texts),
-                  "pyfunc": [float(x) for x in pf.predict(pd.DataFrame({"text": texts}))]}))
+                  "pyfunc": pf.predict(pd.DataFrame({"text": texts}))["raw"].tolist()}))
 """
 
 
