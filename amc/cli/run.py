@@ -28,6 +28,18 @@ from amc.runner import (
 )
 
 
+def value_flags(value: str | None) -> list[str]:
+    """``--value``: a registry name, a ``models:/`` URI or model folder (the in-process
+    ``learned`` value), or a served head's ``http(s)://.../invocations`` (the ``remote`` value)."""
+    if value is None:
+        return []
+    if value.startswith(("http://", "https://")):
+        return ["value.name=remote", f"value.options.url={value}"]
+    if value.startswith("models:/") or Path(value).exists():
+        return ["value.name=learned", f"value.options.model={value}"]
+    return [f"value.name={value}"]
+
+
 def _csv(s: str | None) -> list[str] | None:
     return None if s is None else [x.strip() for x in s.split(",") if x.strip()]
 
@@ -40,7 +52,8 @@ def run_cmd(
     env: str | None = typer.Option(None, help="Environment name (synthetic, textcraft...)."),
     prior: str | None = typer.Option(None, help="Prior name (synthetic, embedded, openai...)."),
     model: str | None = typer.Option(None, help="Model name for API priors (prior.options.model)."),
-    value: str | None = typer.Option(None, help="Value: registry name, or a models:/ URI."),
+    value: str | None = typer.Option(
+        None, help="Value: registry name, a models:/ URI, or a served head's .../invocations URL."),
     methods: str | None = typer.Option(None, "--methods", "-m", help="e.g. react,bon@8,smc@8"),
     particles: int | None = typer.Option(None, "--particles", "-n", help="N per task."),
     steps: int | None = typer.Option(None, help="Max steps per particle."),
@@ -67,11 +80,7 @@ def run_cmd(
               "smc.resampler": resampler, "split": split, "max_tasks": max_tasks,
               "out_dir": out}
     flags += [f"{k}={v}" for k, v in simple.items() if v is not None]
-    if value is not None:
-        if value.startswith("models:/") or Path(value).exists():
-            flags += ["value.name=learned", f"value.options.model={value}"]
-        else:
-            flags.append(f"value.name={value}")
+    flags += value_flags(value)
     for key, lst in (("methods", _csv(methods)), ("smc.resample_steps", _csv(resample_steps)),
                      ("seeds", _csv(seeds))):
         if lst is not None:

@@ -52,3 +52,15 @@ def test_command_modules_do_not_import_the_app():
             "print('amc.cli.main' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_value_flag_maps_urls_uris_and_names(tmp_path):
+    from amc.cli.run import value_flags
+    from amc.config import load_run_config
+
+    url = "http://127.0.0.1:5999/invocations"
+    assert value_flags(url) == ["value.name=remote", f"value.options.url={url}"]
+    assert value_flags("models:/amc-value-textcraft@champion")[0] == "value.name=learned"
+    assert value_flags("exact") == ["value.name=exact"]
+    cfg = load_run_config(None, ["env.name=synthetic", *value_flags(url)])
+    assert (cfg.value.name, cfg.value.options["url"]) == ("remote", url)
