@@ -71,7 +71,7 @@ def embedded_server_cache():
 
 
 def test_missing_build_is_one_line_with_the_fix(monkeypatch):
-    monkeypatch.setattr(embedded, "llama_server_available", lambda: False)
+    monkeypatch.setattr(embedded, "llama_server_available", lambda backend="cpp": False)
     with pytest.raises(ValueError, match=r"scripts/setup\.sh") as err:
         PRIORS.build("embedded", {}, env_name="textcraft")
     assert "\n" not in str(err.value)
