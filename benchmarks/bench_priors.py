@@ -130,7 +130,8 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def servers(ns: tuple[int, ...], steps: int, backends: tuple[str, ...]) -> list[list[object]]:
+async def servers(ns: tuple[int, ...], steps: int, backends: tuple[str, ...],
+                  python_ns: tuple[int, ...]) -> list[list[object]]:
     rows: list[list[object]] = []
     cache = Path(__file__).resolve().parent.parent / ".cache"
     for backend in backends:
@@ -140,7 +141,7 @@ async def servers(ns: tuple[int, ...], steps: int, backends: tuple[str, ...]) ->
                                               max_in_flight=max(ns)), env="textcraft")
             await p.propose(H, np.random.default_rng(999))  # warm-up: model pages, prefix
             call = None
-            for n in ns:
+            for n in python_ns if backend == "python" else ns:
                 walls, used = await smc_steps(p, n, steps)
                 step = statistics.mean(walls)
                 call = step if n == 1 else call
@@ -186,6 +187,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=4, help="SMC-like steps per N")
     ap.add_argument("--servers", default="cpp,python", help="llama.cpp servers to compare")
     ap.add_argument("--order-reps", type=int, default=8)
+    ap.add_argument("--python-ns", default=None, help="N for the python server (default --ns)")
     ap.add_argument("--skip-embedded", action="store_true")
     args = ap.parse_args()
     conc = asyncio.run(concurrency(args.reps))
@@ -201,7 +203,8 @@ def main() -> None:
     if not args.skip_embedded:
         ns = tuple(int(n) for n in args.ns.split(","))
         backends = tuple(args.servers.split(","))
-        emb = asyncio.run(servers(ns, args.steps, backends))
+        python_ns = tuple(int(n) for n in (args.python_ns or args.ns).split(","))
+        emb = asyncio.run(servers(ns, args.steps, backends, python_ns))
         same, reps = (asyncio.run(order_independence(args.order_reps, max(ns)))
                       if "cpp" in backends and args.order_reps else (0, 0))
         body += [
