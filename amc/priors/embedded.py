@@ -8,12 +8,14 @@ pointed at it on the ``/v1/completions`` endpoint -- the same client, limiter, r
 and cache as an API model. Gemma-3-270M is a base model, so the default prompt is the few-shot
 *action menu* transcript (measured: free-form few-shot prompting rarely acts sensibly).
 
-Server: llama.cpp's C++ ``llama-server`` by default (``server: cpp``), with ``parallel`` slots
-(default 16, enough for N = 15 particles) and continuous batching, so the N concurrent
-proposals of one SMC step decode together and each particle's next prompt reuses the KV
-cache of its previous one. ``server: python`` selects llama-cpp-python's one-slot server (the
-former default; requests queue). Both need the portable build of ``scripts/setup.sh``: the
-native one dies with SIGILL on CPUs that advertise AMX.
+Server: llama-cpp-python's one-slot server by default (``server: python``; requests queue).
+``server: cpp`` selects llama.cpp's C++ ``llama-server`` (built by ``AMC_LLAMA_SERVER=1
+scripts/setup.sh``) with ``parallel`` slots (default 16, enough for N = 15 particles) and
+continuous batching, so the N concurrent proposals of one SMC step decode together and each
+particle's next prompt reuses the KV cache of its previous one. It is not the default yet: the
+only measurement so far (a makeshift debug build on a loaded machine, docs/benchmarks.md) did
+not show it faster. Both need a portable build: the native one dies with SIGILL on CPUs that
+advertise AMX.
 
 Order independence: request seeds come from the particles' generators, and a slot samples
 with its request's seed. Whether the logits of a sequence are bitwise the same whatever else
@@ -46,7 +48,7 @@ from amc.priors.prompts import Style
 from amc.registry import PRIORS
 from amc.types import AgentTurn, History
 
-INSTALL_HINT = HINTS["cpp"]
+INSTALL_HINT = HINTS["python"]
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ def model_path(name: str, cache_dir: Path | None = None) -> Path:
     return out
 
 
-def llama_server_available(backend: Backend = "cpp") -> bool:
+def llama_server_available(backend: Backend = "python") -> bool:
     """Whether the llama.cpp server ``backend`` (cpp or python) can run here."""
     return server_available(backend)
 
@@ -98,7 +100,7 @@ def llama_server_available(backend: Backend = "cpp") -> bool:
 class EmbeddedServer(LlamaServer):
     """A llama.cpp server for one embedded model (context manager, sync or async)."""
 
-    def __init__(self, model: str = "gemma-3-270m", *, backend: Backend = "cpp",
+    def __init__(self, model: str = "gemma-3-270m", *, backend: Backend = "python",
                  port: int | None = None, n_ctx: int = 4096, parallel: int = 16,
                  n_threads: int | None = None, prompt_cache: bool = False,
                  cache_ram_mib: int = 512, startup_timeout_s: float = 120.0,
@@ -133,9 +135,10 @@ class EmbeddedOptions(OpenAIOptions):
     """menu (numbered valid actions), react or reflact."""
     top_p: float | None = Field(0.95, gt=0, le=1)
     """llama.cpp also keeps its default top_k 40 and min_p 0.05 truncation."""
-    server: Backend = "cpp"
-    """cpp: llama.cpp's llama-server (parallel slots, batched decoding); python:
-    llama-cpp-python's one-slot server (the fallback; requests queue)."""
+    server: Backend = "python"
+    """python: llama-cpp-python's one-slot server (requests queue; the default); cpp:
+    llama.cpp's llama-server (parallel slots, batched decoding; ``AMC_LLAMA_SERVER=1``
+    scripts/setup.sh builds it)."""
     parallel: int = Field(16, ge=1, le=256)
     """Server slots (cpp): how many proposals decode in one batch; >= the run's largest N."""
     max_in_flight: int = Field(16, ge=1)

@@ -70,7 +70,7 @@ def cpp_binary() -> Path | None:
     return path if path.is_file() and os.access(path, os.X_OK) else None
 
 
-def server_available(backend: Backend = "cpp") -> bool:
+def server_available(backend: Backend = "python") -> bool:
     """Whether ``backend`` can run here (without importing llama-cpp-python)."""
     if backend == "cpp":
         return cpp_binary() is not None
@@ -115,7 +115,7 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
 class LlamaServer:
     """One GGUF served on 127.0.0.1 by ``backend`` (a sync context manager)."""
 
-    def __init__(self, gguf: Callable[[], Path], alias: str, *, backend: Backend = "cpp",
+    def __init__(self, gguf: Callable[[], Path], alias: str, *, backend: Backend = "python",
                  port: int | None = None, n_ctx: int = 4096, parallel: int = 16,
                  n_threads: int | None = None, chat_format: str | None = None,
                  prompt_cache: bool = False, cache_ram_mib: int = 512,

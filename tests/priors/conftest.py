@@ -34,6 +34,16 @@ def embedded_server():
         yield srv
 
 
+@pytest.fixture(scope="session")
+def cpp_server():
+    """llama.cpp's C++ llama-server (opt-in build: AMC_LLAMA_SERVER=1 scripts/setup.sh)."""
+    if not llama_server_available("cpp"):
+        pytest.skip("llama-server is not built (opt-in: AMC_LLAMA_SERVER=1 scripts/setup.sh)")
+    cache = Path(__file__).resolve().parents[2] / ".cache"
+    with EmbeddedServer("gemma-3-270m", backend="cpp", n_ctx=4096, cache_dir=cache) as srv:
+        yield srv
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path, monkeypatch):
     """Each test gets its own response cache (and never sees a real API key)."""

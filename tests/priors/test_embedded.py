@@ -102,10 +102,10 @@ def since(p: EmbeddedPrior, before: Usage) -> Usage:
     return p.ledger.run + Usage(**{k: -v for k, v in before.to_dict().items()})
 
 
-async def test_a_particles_next_prompt_reuses_its_cached_prefix(embedded_server):
+async def test_a_particles_next_prompt_reuses_its_cached_prefix(cpp_server):
     """Each slot keeps its last prompt's KV cache (Gemma's sliding-window layers included):
     the next step's prompt prefills only what the last step appended."""
-    p = attached(embedded_server)
+    p = attached(cpp_server)
     env = ToyCraftEnv()
     h = History("prefix", OBSERVATION0, valid_actions=tuple(env.valid_actions()))
     a = await p.propose(h, np.random.default_rng(1))
@@ -119,11 +119,11 @@ async def test_a_particles_next_prompt_reuses_its_cached_prefix(embedded_server)
     await p.aclose()
 
 
-async def test_a_step_of_concurrent_proposals_runs_in_parallel_slots(embedded_server):
+async def test_a_step_of_concurrent_proposals_runs_in_parallel_slots(cpp_server):
     """N concurrent requests occupy N slots at once (continuous batching), not one queue."""
-    assert embedded_server.parallel >= 4
-    p = attached(embedded_server, max_in_flight=4)
-    url = f"http://127.0.0.1:{embedded_server.port}/slots"
+    assert cpp_server.parallel >= 4
+    p = attached(cpp_server, max_in_flight=4)
+    url = f"http://127.0.0.1:{cpp_server.port}/slots"
     async with httpx.AsyncClient() as client:
         busy = []
 

@@ -48,8 +48,8 @@ def fake_binary(tmp_path, monkeypatch):
 
 
 def test_cpp_command_sizes_slots_and_context_and_binds_loopback(fake_binary, tmp_path):
-    srv = EmbeddedServer("gemma-3-270m", port=4321, n_ctx=2048, parallel=15, n_threads=2,
-                         cache_ram_mib=64, cache_dir=tmp_path)
+    srv = EmbeddedServer("gemma-3-270m", backend="cpp", port=4321, n_ctx=2048, parallel=15,
+                         n_threads=2, cache_ram_mib=64, cache_dir=tmp_path)
     cmd = srv.command(tmp_path / "m.gguf")
     assert cmd[0] == str(fake_binary)
     assert cmd[cmd.index("--parallel") + 1] == "15"
@@ -154,5 +154,5 @@ def test_spawned_process_dies_with_its_killed_parent(tmp_path):
 def test_llama_server_dies_with_its_killed_parent():
     """kill -9 of a run leaves no 2 GB llama-server behind (the real binary and model)."""
     if cpp_binary() is None:
-        pytest.skip("llama-server is not built (scripts/setup.sh)")
+        pytest.skip("llama-server is not built (opt-in: AMC_LLAMA_SERVER=1 scripts/setup.sh)")
     kill_parent_and_check_child("server", ROOT / ".cache", 120)
