@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 def documented_command(doc: Path) -> str:
     """The ``dvc exp run -S env.name=synthetic ...`` command of a document, lines joined."""
     text = doc.read_text()
-    m = re.search(r"^dvc exp run -S env\.name=synthetic(?:.*\\\n)*.*$", text, re.M)
+    m = re.search(r"^[ \t]*dvc exp run -S env\.name=synthetic(?:.*\\\n)*.*$", text, re.M)
     assert m, f"no synthetic dvc exp run command in {doc}"
     return " ".join(line.rstrip("\\").strip() for line in m.group(0).splitlines())
 
