@@ -45,7 +45,7 @@ class Project:
 
     def run(self, *args: str) -> str:
         proc = subprocess.run(args, cwd=self.root, env=self.env, capture_output=True,
-                              text=True, timeout=900)
+                              text=True, timeout=2400)  # a loaded 2-core CI machine
         assert proc.returncode == 0, f"{args}: {proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
         return proc.stdout
 
