@@ -23,7 +23,7 @@ def prefect_harness() -> Iterator[None]:
     """All flows of the session run against one temporary Prefect server."""
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
+    with prefect_test_harness(server_startup_timeout=300):  # a loaded 2-core machine
         yield
 
 
