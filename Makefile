@@ -15,7 +15,7 @@ setup:  ## install everything into .venv (idempotent)
 
 run: setup  ## the main job: `dvc repro` of the whole pipeline with the default params.yaml
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/dvc repro
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/amc report
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/dvc metrics show
 
 demo: setup  ## seconds: ReAct, Best-of-N and SMC with the exact value on the synthetic MDP
 	$(PY) -m amc run --env synthetic --value exact -n 16 --steps 3 --beta 0.5 \

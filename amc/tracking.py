@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,13 +85,22 @@ def run_tags(extra: dict[str, Any] | None = None, cwd: str | Path | None = None)
     return tags
 
 
-def flatten_params(d: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    """Nested config -> flat ``a.b.c`` params (values stringified, truncated to MLflow's limit)."""
+PARAM_VALUE_LIMIT = 6000
+"""MLflow 3's limit on a logged param value (characters)."""
+
+
+def flatten_params(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested config -> flat ``a.b.c`` params for ``mlflow.log_params``.
+
+    Values are stringified and truncated to MLflow's limit; an empty mapping is kept as ``{}``
+    (so ``env.options: {}`` is still visible). The one flattener of the project: training and
+    every pipeline stage log their params through it.
+    """
     out: dict[str, str] = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
-        if isinstance(v, dict):
+        if isinstance(v, Mapping) and v:
             out.update(flatten_params(v, key + "."))
         else:
-            out[key] = str(v)[:6000]
+            out[key] = str(v)[:PARAM_VALUE_LIMIT]
     return out

@@ -99,18 +99,16 @@ def main() -> None:
     times: dict[str, float] = {}
     for stage in STAGES:
         t0 = time.perf_counter()
-        out = run(["dvc", "repro", "-s", stage], tmp, env)
+        run(["dvc", "repro", "-s", stage], tmp, env)
         times[stage] = time.perf_counter() - t0
         print(f"{stage:>9}: {times[stage]:7.1f} s", flush=True)
-        if stage == "report":
-            print(out[out.find("method"):])
     total = sum(times.values())
 
-    ev = json.loads((tmp / "metrics/eval.json").read_text())
+    ev = json.loads((tmp / "data/eval/evaluation.json").read_text())  # the full record
     n = max(ev["n_grid"])
     walls = amc_vs_bon(tmp, params, n)
     ratio = walls[f"smc@{n}+challenger"] / walls[f"bon@{n}"]
-    promo = json.loads((tmp / "metrics/promotion.json").read_text())
+    promo = json.loads((tmp / "data/promotion/decision.json").read_text())
     print(f"total {total:.1f} s; AMC/BoN wall ratio at N={n}: {ratio:.3f}")
 
     setting = ", ".join(args.overrides) or "default params.yaml"

@@ -1,9 +1,16 @@
-"""Shared pieces of the flows: params, the configured task runner, DVC serialisation, artifacts.
+"""Shared pieces of the flows: params, the configured task runner, DVC recording, artifacts.
 
 Flows pass *paths and params* between tasks, never trajectories: every task reloads
 ``params.yaml`` (plus overrides) and reads/writes files, so results stay small and tasks can run
 in another process (Dask). Task inputs are plain strings, but caching is off (``NO_CACHE``):
 the work is resumable on disk already and a cache hit would hide a changed file.
+
+How a flow records its outputs in DVC (one way, everywhere): a task runs the stage's ``run``
+function (the same one ``dvc repro`` runs), then :func:`record` runs ``dvc commit -f <stage>``
+so ``dvc.lock`` holds the hashes of what the flow produced and ``dvc status`` stays clean. Only
+``params.yaml`` runs are recorded: an overridden run writes to its own folder
+(``runs/overrides-<hash>/``, :mod:`amc.pipeline.params`), which no ``dvc.yaml`` stage owns.
+DVC calls are serialised by a file lock (DVC refuses concurrent processes in one repository).
 """
 
 from __future__ import annotations
@@ -16,7 +23,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from amc.pipeline.params import PipelineParams, load_params
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from amc.pipeline.params import PipelineParams, load_params, overrides_tag
 
 
 def params(path: str, overrides: Sequence[str] = ()) -> PipelineParams:
@@ -81,6 +91,26 @@ def run_dvc(args: Sequence[str], root: str | Path = ".") -> str:
     if proc.returncode != 0:
         raise RuntimeError(f"dvc {' '.join(args)} failed: {proc.stderr.strip()[-500:]}")
     return proc.stdout
+
+
+def dvc_root(params_path: str) -> Path | None:
+    """The DVC project of a params file (its directory, when it holds ``.dvc/``)."""
+    root = Path(params_path).resolve().parent
+    return root if (root / ".dvc").is_dir() else None
+
+
+@task(name="dvc-record", retries=1, retry_delay_seconds=5, cache_policy=NO_CACHE)
+def record(stage: str, params_path: str, overrides: Sequence[str]) -> bool:
+    """``dvc commit -f <stage>`` after a task produced the stage's outputs from params.yaml.
+
+    Returns whether it recorded: not for overridden runs (isolated outputs, not the stage's)
+    nor outside a DVC project.
+    """
+    root = dvc_root(params_path)
+    if root is None or overrides_tag(list(overrides)) is not None:
+        return False
+    run_dvc(["commit", "-f", stage], root)
+    return True
 
 
 def eval_table(ev: dict[str, Any]) -> list[dict[str, Any]]:

@@ -3,8 +3,9 @@
 Each shard is one Prefect task (retried on failure; resumable, because finished tasks are on
 disk) running :func:`amc.pipeline.collect.collect` on every K-th task, with the SMC/agent loop
 as plain asyncio inside the task. The shards run on the configured task runner (thread pool,
-or Dask for a cluster); a last task merges them and writes the manifest, exactly as
-``amc collect`` does.
+or Dask for a cluster); a last task merges them and records the stage
+(:func:`amc.pipeline.collect.finish`: manifest + MLflow run), as ``dvc repro`` does, then the
+outputs are recorded in ``dvc.lock`` (:func:`flows._common.record`).
 """
 
 from __future__ import annotations
@@ -14,24 +15,23 @@ from typing import Any
 from prefect import flow, task, unmapped
 from prefect.cache_policies import NO_CACHE
 
-from amc.pipeline import collect as lib
-from amc.pipeline.stages import finish_collect
-from flows._common import default_runner, params, task_runner
+from amc.pipeline import collect as stage
+from flows._common import default_runner, params, record, task_runner
 
 
 @task(name="collect-shard", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)
 def collect_shard(params_path: str, overrides: list[str], k: int, n_shards: int) -> str:
     """Collect shard k of K; returns its directory."""
     p = params(params_path, overrides)
-    res = lib.collect(p, shard=(k, n_shards), progress=False)
+    res = stage.collect(p, shard=(k, n_shards), progress=False)
     return str(res.out_dir)
 
 
 @task(name="collect-merge", retries=1, cache_policy=NO_CACHE)
 def merge(params_path: str, overrides: list[str]) -> str:
     """Merge the shards into the canonical files; returns the manifest path."""
-    res = finish_collect(params(params_path, overrides))
-    return str(res.out_dir / lib.MANIFEST)
+    res = stage.finish(params(params_path, overrides))
+    return str(res.out_dir / stage.MANIFEST)
 
 
 @flow(name="amc-collect", log_prints=True, task_runner=default_runner())
@@ -44,6 +44,7 @@ def collect_flow(params_path: str = "params.yaml", overrides: list[str] | None =
                                 unmapped(n))
     futures.result()  # raises if any shard failed after its retries
     manifest = merge(params_path, ov)
+    record("collect", params_path, ov)
     print(f"collect done: {manifest}")
     return manifest
 

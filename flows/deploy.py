@@ -27,15 +27,15 @@ EVALUATE = "evaluate"
 def deployments(params_path: str = "params.yaml") -> list[Any]:
     """The two scheduled deployments (not yet registered)."""
     p = params(params_path)
-    root = os.path.dirname(os.path.abspath(params_path))
+    path = os.path.abspath(params_path)  # the served flows may run from another directory
     return [
         retrain_and_promote.to_deployment(
             name=RETRAIN, cron=p.flows.retrain_cron, tags=["amc", "retrain"],
-            parameters={"params_path": params_path, "root": root},
+            parameters={"params_path": path},
             description="collect -> dataset -> train -> evaluate -> promote -> report"),
         evaluate_flow.to_deployment(
             name=EVALUATE, cron=p.flows.evaluate_cron, tags=["amc", "evaluate"],
-            parameters={"params_path": params_path},
+            parameters={"params_path": path},
             description="challenger vs champion and the baselines on the test split"),
     ]
 

@@ -2,9 +2,11 @@
 
 :func:`amc.pipeline.evaluate.plan` resolves the registry aliases to pinned versions once; the
 units (one results file each, so no two tasks write the same file) fan out on the configured
-task runner, retried and resumable; :func:`finalize` checks completeness and writes
-``metrics/eval.json``. The evaluation is published as a markdown report and a table artifact
-(keys ``amc-evaluation`` and ``amc-evaluation-table``).
+task runner, retried and resumable; :func:`finalize` checks completeness, writes the record and
+the metrics file and logs the MLflow run, exactly as :func:`amc.pipeline.evaluate.run` does; a
+complete evaluation is then recorded in ``dvc.lock`` (:func:`flows._common.record`). The
+evaluation is published as a markdown report and a table artifact (keys ``amc-evaluation`` and
+``amc-evaluation-table``).
 """
 
 from __future__ import annotations
@@ -17,8 +19,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from amc.pipeline import evaluate as lib
-from amc.pipeline.stages import log_evaluation
-from flows._common import default_runner, eval_markdown, eval_table, params, task_runner
+from flows._common import default_runner, eval_markdown, eval_table, params, record, task_runner
 
 
 @task(name="evaluate-plan", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)
@@ -39,10 +40,10 @@ def run_unit(params_path: str, overrides: list[str], unit: tuple[str, int]) -> s
 
 @task(name="evaluate-finalize", cache_policy=NO_CACHE)
 def finalize(params_path: str, overrides: list[str], error: str | None = None) -> dict[str, Any]:
-    """Check completeness, write eval.json, record the MLflow run, publish artifacts."""
+    """Check completeness, write the record, log the MLflow run, publish artifacts."""
     p = params(params_path, overrides)
     ev = lib.finalize(p, error=error)
-    log_evaluation(p, ev)
+    lib.log_run(p, ev)
     create_markdown_artifact(key="amc-evaluation", markdown=eval_markdown(ev),
                              description=f"AMC evaluation ({ev['status']})")
     if ev["methods"]:
@@ -54,7 +55,7 @@ def finalize(params_path: str, overrides: list[str], error: str | None = None) -
 @flow(name="amc-evaluate", log_prints=True, task_runner=default_runner())
 def evaluate_flow(params_path: str = "params.yaml", overrides: list[str] | None = None
                   ) -> str:
-    """Evaluate every method; returns the path of eval.json (raises unless complete)."""
+    """Evaluate every method; returns the path of the record (raises unless complete)."""
     ov = list(overrides or [])
     units = plan(params_path, ov)
     futures = run_unit.map(unmapped(params_path), unmapped(ov), units)
@@ -67,7 +68,8 @@ def evaluate_flow(params_path: str = "params.yaml", overrides: list[str] | None 
     ev = finalize(params_path, ov, "; ".join(errors)[:1000] or None)
     if ev["status"] != "complete":
         raise RuntimeError(f"evaluation {ev['status']}: {ev.get('error') or ev['problems'][:3]}")
-    path = str(params(params_path, ov).evaluate.metrics_file)
+    record("evaluate", params_path, ov)
+    path = str(lib.record_path(params(params_path, ov)))
     print(json.dumps({s: round(m["success"], 3) for s, m in ev["methods"].items()}))
     return path
 

@@ -1,36 +1,45 @@
 """Flow ``amc-train``: build the value dataset and train V_theta, as the DVC stages do.
 
-The two tasks run the DVC stages ``dataset`` and ``train`` themselves (``dvc repro -s``), so the
-flow executes exactly the stage commands (``amc dataset``, ``amc train``: the value-model
-library) and ``dvc.lock`` records their lineage. DVC calls are serialised (a file lock: one DVC
-process per repository). Training registers the model with the alias ``challenger``.
+Two tasks, each running its stage's ``run`` (:func:`amc.pipeline.dataset.run`,
+:func:`amc.pipeline.train.run`: the functions ``dvc repro`` runs) with the flow's params and
+overrides, then recording the outputs in ``dvc.lock`` (:func:`flows._common.record`). Training
+registers the model with the alias ``challenger`` under the run's model name.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from flows._common import run_dvc
+from amc.pipeline import dataset, train
+from flows._common import params, record
 
 
-@task(name="dvc-stage", retries=1, retry_delay_seconds=5, cache_policy=NO_CACHE)
-def dvc_stage(stage: str, root: str = ".") -> str:
-    """``dvc repro -s <stage>`` (serialised); returns DVC's output."""
-    return run_dvc(["repro", "-s", stage], root)
+@task(name="dataset", retries=1, retry_delay_seconds=5, cache_policy=NO_CACHE)
+def dataset_task(params_path: str, overrides: list[str]) -> str:
+    """The dataset stage; returns the dataset's content hash."""
+    return str(dataset.run(params(params_path, overrides))["content_hash"])
 
 
-@task(name="dvc-commit", retries=1, retry_delay_seconds=5, cache_policy=NO_CACHE)
-def dvc_commit(stage: str, root: str = ".") -> str:
-    """Record outputs a flow produced outside DVC in ``dvc.lock`` (``dvc commit -f``)."""
-    return run_dvc(["commit", "-f", stage], root)
+@task(name="train", retries=1, retry_delay_seconds=5, cache_policy=NO_CACHE)
+def train_task(params_path: str, overrides: list[str]) -> dict[str, Any]:
+    """The train stage; returns the registered model name, version and metrics."""
+    return train.run(params(params_path, overrides))
 
 
 @flow(name="amc-train", log_prints=True)
-def train_flow(root: str = ".") -> None:
-    """Dataset then training (registers the challenger)."""
-    for stage in ("dataset", "train"):
-        print(dvc_stage(stage, root)[-400:])
+def train_flow(params_path: str = "params.yaml", overrides: list[str] | None = None
+               ) -> dict[str, Any]:
+    """Dataset then training (registers the challenger); returns the train stage's result."""
+    ov = list(overrides or [])
+    print(f"dataset {dataset_task(params_path, ov)}")
+    record("dataset", params_path, ov)
+    res = train_task(params_path, ov)
+    record("train", params_path, ov)
+    print(f"registered {res['model']} v{res['version']} as challenger")
+    return res
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -c 'import torch' 2>/dev/null || .venv/bin/pip install -q torch==2.13.0 uv==0.13.8
 [ -x .venv/bin/uv ] || .venv/bin/pip install -q uv==0.13.8
-.venv/bin/uv pip install -q --python .venv/bin/python -e '.[all,dev]'
+# all = every extra of pyproject; scale = prefect-dask + dask[distributed] (pinned in
+# pyproject): CI runs the Dask local-cluster test. Checked with `uv pip install --dry-run` over an installed torch: it adds only dask's
+# pure-Python stack (no torch, no CUDA wheels).
+.venv/bin/uv pip install -q --python .venv/bin/python -e '.[all,dev,scale]'
 if [ "${AMC_SKIP_LLAMA:-0}" != "1" ] && ! .venv/bin/python -c 'import llama_cpp.server' 2>/dev/null; then
   # Portable build: the native one uses AMX kernels that die with SIGILL on these CPUs.
   # --no-cache-dir: pip's wheel cache ignores CMAKE_ARGS and could hand back a native build.

@@ -1,7 +1,10 @@
-"""Pipeline commands: ``amc collect | evaluate | promote | report`` (the DVC stages' ``cmd``).
+"""Pipeline commands: ``amc collect | evaluate | promote | report | results-doc``.
 
-Each reads its sections of ``params.yaml`` (``--params``; ``-S key=value`` overrides on top)
-and calls one tracked library stage (:mod:`amc.pipeline.stages`); nothing else happens here.
+Each loads ``params.yaml`` (``--params``; ``-S key=value`` overrides on top) through the one
+loader and calls the stage module's ``run`` (:mod:`amc.pipeline`), then prints a table; nothing
+else happens here. Overrides isolate the run: its outputs go under ``runs/overrides-<hash>/``
+and its model gets its own registry name (:mod:`amc.pipeline.params`). ``dvc.yaml`` runs the
+same functions as ``python -m amc.pipeline.<stage>``.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ def _load(params: Path, set_: list[str]) -> PipelineParams:
 def collect_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
                 quiet: bool = typer.Option(False, help="No progress bars.")) -> None:
     """Collect prior rollouts (Best-of-G) on the train split; resumes an interrupted run."""
-    from amc.pipeline.stages import collect_stage
+    from amc.pipeline import collect
 
-    res = collect_stage(_load(params, set_), progress=not quiet)
+    res = collect.run(_load(params, set_), progress=not quiet)
     typer.echo(f"collected {res.records} task records over {res.tasks} tasks -> {res.out_dir}")
 
 
@@ -35,21 +38,21 @@ def collect_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
 def evaluate_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
                  quiet: bool = typer.Option(False, help="No progress bars.")) -> None:
     """Evaluate ReAct, Best-of-N, SMC and AMC (challenger, champion) over the N grid."""
-    from amc.pipeline.stages import evaluate_stage
+    from amc.pipeline import evaluate
     from amc.runner import format_table
 
     p = _load(params, set_)
-    ev = evaluate_stage(p, progress=not quiet)
+    ev = evaluate.run(p, progress=not quiet)
     typer.echo(format_table([{"method": s, **m} for s, m in ev["methods"].items()]))
-    typer.echo(f"\n{ev['status']}: {p.evaluate.metrics_file}")
+    typer.echo(f"\n{ev['status']}: {evaluate.record_path(p)}")
 
 
 @friendly_errors
 def promote_cmd(params: Path = _PARAMS, set_: list[str] = _SET) -> None:
     """Promote the challenger to champion when it beats the champion by > 1 s.e."""
-    from amc.pipeline.stages import promote_stage
+    from amc.pipeline import promote
 
-    d = promote_stage(_load(params, set_))
+    d = promote.run(_load(params, set_))
     typer.echo(f"{'PROMOTED' if d['promote'] else 'kept'}: {d['reason']}")
 
 
@@ -58,11 +61,11 @@ def report_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
                calibrate: bool = typer.Option(True, help="Score states for calibration.")
                ) -> None:
     """Plots (success vs N, cost-quality, genealogy, calibration) and summary.json."""
-    from amc.pipeline.stages import report_stage
+    from amc.pipeline import report
     from amc.runner import format_table
 
     p = _load(params, set_)
-    s = report_stage(p, calibrate=calibrate)
+    s = report.run(p, calibrate=calibrate)
     order = ("react", "bon", "smc", "amc", "champion")
     rows = sorted(s["methods"].items(), key=lambda kv: (kv[1]["n"], order.index(kv[1]["role"])))
     typer.echo(format_table([{"method": k, **m} for k, m in rows]))

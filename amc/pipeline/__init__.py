@@ -1,7 +1,9 @@
 """The MLOps pipeline: collect -> dataset -> train -> evaluate -> promote -> report.
 
-Each stage is a library function (:mod:`.collect`, :mod:`.evaluate`, :mod:`.promote`,
-:mod:`.report`; dataset and training live in :mod:`amc.value`), wrapped with MLflow tracking
-in :mod:`.stages`, exposed as ``amc <stage>`` (:mod:`amc.cli.pipeline`), run by ``dvc repro``
-(``dvc.yaml``) and by the Prefect flows in ``flows/``. Parameters: :mod:`.params`.
+One module per stage (:mod:`.collect`, :mod:`.dataset`, :mod:`.train`, :mod:`.evaluate`,
+:mod:`.promote`, :mod:`.report`), each with one entry ``run(params)`` that does the stage's work
+inside an MLflow run (:mod:`.lineage`). Every stage reads its own section of ``params.yaml``
+through one loader (:func:`.params.load_params`). ``dvc.yaml`` runs them as
+``python -m amc.pipeline.<stage>``; ``amc <stage>`` (:mod:`amc.cli.pipeline`) and the Prefect
+flows in ``flows/`` call the same ``run`` functions.
 """

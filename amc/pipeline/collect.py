@@ -10,6 +10,10 @@ Fan-out (Prefect flows): :func:`collect` with ``shard=(k, K)`` runs every K-th t
 :func:`merge_shards` then folds the shard files into the canonical files atomically. The stage
 ends by writing ``manifest.json`` (atomically): files, tasks, records per seed and whether
 every (task, seed) is present exactly once.
+
+:func:`run` is the stage (``python -m amc.pipeline.collect``, ``amc collect``, the flow): the
+collection inside an MLflow run of experiment ``amc-collect``. The configuration is validated
+before any stale file is deleted, so a bad override never costs finished rollouts.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from amc.config import RunConfig, config_hash
-from amc.pipeline.params import PipelineParams
+from amc.pipeline.lineage import stage_run
+from amc.pipeline.params import PipelineParams, check_components, stage_main
 from amc.registry import ENVIRONMENTS
 from amc.results import read_jsonl, results_path, write_json_atomic, write_jsonl_atomic
 from amc.runner import _method_run_config, resolve_methods, run_methods, task_list
@@ -88,6 +93,7 @@ def shard_dir(p: PipelineParams, k: int, n_shards: int) -> Path:
 def collect(p: PipelineParams, *, shard: tuple[int, int] | None = None,
             progress: bool = True) -> CollectResult:
     """Run (or resume) the collection; with ``shard=(k, K)`` only every K-th task."""
+    check_components(p)  # before drop_stale: a bad config must not delete finished rollouts
     if shard is None:
         cfg = run_config(p)
     else:
@@ -154,3 +160,35 @@ def write_manifest(p: PipelineParams) -> CollectResult:
     }
     write_json_atomic(cfg.out_dir / MANIFEST, manifest)
     return CollectResult(cfg.out_dir, files, len(tasks), total, complete)
+
+
+def _record(p: PipelineParams, res: CollectResult, tags: dict[str, str] | None = None) -> None:
+    """The MLflow run of a collection; raises when it is not complete."""
+    import mlflow
+
+    shared = {k: getattr(p, k).model_dump(mode="json") for k in ("env", "prior", "smc")}
+    with stage_run("collect", params={**shared, "collect": p.collect.model_dump(mode="json")},
+                   uri=p.mlflow_uri, tags=tags):
+        mlflow.log_metrics({"tasks": res.tasks, "records": res.records,
+                            "complete": float(res.complete)})
+        mlflow.log_artifact(str(res.out_dir / MANIFEST))
+    if not res.complete:
+        raise RuntimeError(f"collect incomplete: see {res.out_dir / MANIFEST}")
+
+
+def run(p: PipelineParams, *, progress: bool = False) -> CollectResult:
+    """The stage: collect (resuming), record the run in ``amc-collect``."""
+    res = collect(p, progress=progress)
+    _record(p, res)
+    return res
+
+
+def finish(p: PipelineParams) -> CollectResult:
+    """The stage after a sharded collection (Prefect): merge shards, manifest, record."""
+    res = merge_shards(p)
+    _record(p, res, {"amc.sharded": "true"})
+    return res
+
+
+if __name__ == "__main__":  # the DVC stage's cmd
+    stage_main(run)

@@ -9,14 +9,21 @@ The registry aliases are resolved once, by :func:`plan`, to pinned versions
 (``models:/<name>/<version>``) written to ``<out_dir>/plan.json``; every unit of work (one
 method spec and seed: one results file) then runs against that plan, in this process or in a
 Prefect task elsewhere. :func:`finalize` checks that every (method, seed, task) is present
-exactly once with finite metrics and writes ``metrics/eval.json`` (status ``complete``,
-``incomplete`` or ``failed``). A failed run still writes ``eval.json`` (status ``failed``) so
+exactly once with finite metrics and writes the full record ``<out_dir>/evaluation.json``
+(status ``complete``, ``incomplete`` or ``failed``, models, settings, per-method summaries) and
+the small DVC metrics file ``evaluate.metrics_file`` (numbers only: ``complete``, ``tasks``,
+``wall_s`` and ``<spec>.success`` / ``<spec>.selected_reward``, so ``dvc metrics show`` and
+``dvc exp show`` stay readable). A failed run still writes its record (status ``failed``) so
 that a later promotion refuses it.
+
+:func:`run` is the stage (``python -m amc.pipeline.evaluate``, ``amc evaluate``): the evaluation
+inside an MLflow run of experiment ``amc-evaluate``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import re
 import time
@@ -26,7 +33,8 @@ from typing import Any
 
 from amc.config import RunConfig, ValueConfig
 from amc.pipeline.collect import drop_stale
-from amc.pipeline.params import PipelineParams, model_name
+from amc.pipeline.lineage import stage_run
+from amc.pipeline.params import PipelineParams, model_name, stage_main
 from amc.registry import ENVIRONMENTS
 from amc.results import (
     read_jsonl,
@@ -39,6 +47,9 @@ from amc.runner import METRICS, run_methods, summarise, task_list
 from amc.smc.records import TaskResult
 
 PLAN = "plan.json"
+RECORD = "evaluation.json"
+METRICS_PER_METHOD = ("success", "selected_reward")
+"""The per-method numbers in the DVC metrics file (the rest is in the record and MLflow)."""
 
 
 def resolve_alias(name: str, alias: str, uri: str | None = None) -> str | None:
@@ -87,6 +98,7 @@ def plan(p: PipelineParams) -> dict[str, Any]:
             if v is None:
                 raise ValueError(f"no challenger: registered model {name!r} has no alias "
                                  "'challenger' (run the train stage first)")
+            check_model_env(p, name, v)
             models["challenger"] = {"version": v, "uri": f"models:/{name}/{v}"}
         champ = resolve_alias(name, p.promote.alias, p.mlflow_uri) if e.compare_champion \
             else None
@@ -111,8 +123,6 @@ def load_plan(p: PipelineParams) -> dict[str, Any]:
     path = p.evaluate.out_dir / PLAN
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: run the evaluation plan first")
-    import json
-
     return json.loads(path.read_text())
 
 
@@ -139,7 +149,7 @@ def run_unit(p: PipelineParams, spec: str, seed: int, *, progress: bool = False)
 
 
 def evaluate(p: PipelineParams, *, progress: bool = True) -> dict[str, Any]:
-    """The whole stage: plan, run every unit (resuming), finalize; returns ``eval.json``."""
+    """Plan, run every unit (resuming), finalize; returns the record (``evaluation.json``)."""
     started = time.time()
     mark_running(p)
     pl = plan(p)
@@ -155,10 +165,45 @@ def evaluate(p: PipelineParams, *, progress: bool = True) -> dict[str, Any]:
     return finalize(p)
 
 
+def check_model_env(p: PipelineParams, name: str, version: str) -> None:
+    """Refuse a version whose training data came from another environment (``amc.env`` tag)."""
+    import mlflow
+
+    tags = mlflow.MlflowClient().get_model_version(name, version).tags or {}
+    if tags.get("amc.env", p.env.name) != p.env.name:
+        raise ValueError(f"{name} v{version} was trained on {tags['amc.env']!r} data, not "
+                         f"env.name={p.env.name!r}")
+
+
+def record_path(p: PipelineParams) -> Path:
+    """The full evaluation record (``<out_dir>/evaluation.json``)."""
+    return p.evaluate.out_dir / RECORD
+
+
+def load_record(p: PipelineParams) -> dict[str, Any]:
+    """The evaluation record (clear error when missing)."""
+    path = record_path(p)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: run the evaluate stage first")
+    return json.loads(path.read_text())
+
+
 def mark_running(p: PipelineParams) -> None:
-    """Replace ``eval.json`` by a ``running`` status, so a stale file can never be promoted."""
-    write_json_atomic(p.evaluate.metrics_file, {"status": "running", "error": None,
-                                                "models": {}, "methods": {}})
+    """Replace the record by a ``running`` status, so a stale one can never be promoted."""
+    write_json_atomic(record_path(p), {"status": "running", "error": None, "models": {},
+                                       "methods": {}})
+    write_json_atomic(p.evaluate.metrics_file, {"complete": 0})
+
+
+def flat_metrics(ev: dict[str, Any]) -> dict[str, float | int]:
+    """The DVC metrics of a record: flat keys, numbers only."""
+    out: dict[str, float | int] = {"complete": int(ev["status"] == "complete"),
+                                   "tasks": int(ev.get("n_tasks") or 0),
+                                   "wall_s": round(float(ev.get("wall_s") or 0.0), 1)}
+    for spec, m in ev["methods"].items():
+        for k in METRICS_PER_METHOD:
+            out[f"{spec}.{k}"] = round(float(m[k]), 4)
+    return out
 
 
 def _finite(r: TaskResult) -> bool:
@@ -180,7 +225,7 @@ def load_results(p: PipelineParams, pl: dict[str, Any]) -> dict[str, list[TaskRe
 
 
 def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
-    """Check completeness, summarise per method, write and return ``metrics/eval.json``."""
+    """Check completeness, summarise per method, write the record + metrics; the record."""
     pl = load_plan(p)
     results = load_results(p, pl)
     problems = []
@@ -201,7 +246,8 @@ def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
            "seeds": pl["seeds"], "n_grid": pl["n_grid"], "models": pl["models"],
            "wall_s": wall, "sessions": sessions, "config": resolved_config(p),
            "methods": methods}
-    write_json_atomic(p.evaluate.metrics_file, out)
+    write_json_atomic(record_path(p), out)
+    write_json_atomic(p.evaluate.metrics_file, flat_metrics(out))
     return out
 
 
@@ -217,3 +263,37 @@ def resolved_config(p: PipelineParams) -> dict[str, Any]:
 def metric_key(spec: str, metric: str) -> str:
     """An MLflow-safe metric name (``smc@4+challenger`` -> ``smc_4_challenger.success``)."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", spec) + "." + metric
+
+
+def log_run(p: PipelineParams, ev: dict[str, Any]) -> None:
+    """Record an evaluation (per-method metrics, the record) in ``amc-evaluate``."""
+    import mlflow
+
+    shared = {k: getattr(p, k).model_dump(mode="json") for k in ("env", "prior", "smc")}
+    with stage_run("evaluate", params={**shared, "evaluate": p.evaluate.model_dump(mode="json")},
+                   inputs=[str(p.collect.out_dir), str(p.train.out_dir)], uri=p.mlflow_uri,
+                   tags={"eval.status": ev["status"],
+                         "eval.challenger": str((ev["models"].get("challenger") or {})
+                                                .get("version"))}):
+        mlflow.log_metrics({metric_key(s, k): float(m[k]) for s, m in ev["methods"].items()
+                            for k in ("success", "selected_reward", "oracle_best",
+                                      "tokens_per_task")})
+        mlflow.log_dict(ev, RECORD)
+
+
+def run(p: PipelineParams, *, progress: bool = False) -> dict[str, Any]:
+    """The stage: evaluate (resuming), record the run; raise unless the evaluation is complete."""
+    try:
+        ev = evaluate(p, progress=progress)
+    except Exception:
+        if record_path(p).is_file():
+            log_run(p, load_record(p))
+        raise
+    log_run(p, ev)
+    if ev["status"] != "complete":
+        raise RuntimeError(f"evaluation {ev['status']}: {'; '.join(ev['problems'][:3])}")
+    return ev
+
+
+if __name__ == "__main__":  # the DVC stage's cmd
+    stage_main(run)

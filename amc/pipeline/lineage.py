@@ -61,18 +61,6 @@ def dvc_input_hashes(inputs: Sequence[str | Path], lock: str | Path = "dvc.lock"
     return tags
 
 
-def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """Nested params -> ``{"a.b": "value"}`` strings for ``mlflow.log_params``."""
-    out: dict[str, str] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping) and v:
-            out.update(flatten(v, key + "."))
-        else:
-            out[key] = str(v)[:500]
-    return out
-
-
 @contextmanager
 def stage_run(kind: str, *, params: Mapping[str, Any], inputs: Sequence[str | Path] = (),
               uri: str | None = None, tags: Mapping[str, str] | None = None) -> Iterator[Any]:
@@ -80,7 +68,7 @@ def stage_run(kind: str, *, params: Mapping[str, Any], inputs: Sequence[str | Pa
     import mlflow
 
     setup(uri, EXPERIMENTS.get(kind, f"amc-{kind}"))
-    from amc.tracking import run_tags
+    from amc.tracking import flatten_params, run_tags
 
     # git_commit, git_dirty, dvc_lock_sha256 (amc.tracking) + per-input dvc.lock hashes
     all_tags = {"amc.stage": kind, **run_tags(), **dvc_input_hashes(inputs)}
@@ -88,5 +76,5 @@ def stage_run(kind: str, *, params: Mapping[str, Any], inputs: Sequence[str | Pa
         all_tags["dvc.exp_name"] = os.environ["DVC_EXP_NAME"]
     all_tags.update(tags or {})
     with mlflow.start_run(run_name=kind, tags=all_tags) as run:
-        mlflow.log_params(flatten(params))
+        mlflow.log_params(flatten_params(params))
         yield run

@@ -3,12 +3,26 @@
 ``params.yaml`` holds shared sections (``env``, ``prior``, ``smc``) and one section per stage
 (``collect``, ``dataset``, ``train``, ``evaluate``, ``promote``, ``report``). ``dvc.yaml`` lists,
 per stage, exactly the keys below that the stage reads, so changing ``train.lr`` reruns only
-``train`` and what follows. Every stage validates its own section here (typos are errors) and
-builds a :class:`~amc.config.RunConfig` for the runner where it runs agents.
+``train`` and what follows. :func:`load_params` is the one loader: every stage's ``run(params)``
+takes the validated :class:`PipelineParams` and reads its own section of it.
+
+Validation happens here, before any stage touches its outputs: typos in a section and bad
+``env.options`` / ``prior.options`` (checked by the component's own options model) are errors.
+
+Overrides (``-S key=value`` of ``amc <stage>`` or a Prefect flow's ``overrides``) are not
+``params.yaml``, so their outputs must not land where ``dvc.lock`` expects the ``params.yaml``
+ones: :func:`load_params` moves every output path of an overridden run under
+``runs/overrides-<hash>/`` and registers its model as ``amc-value-<env>-<hash>``, never under the
+default name (the same overrides always map to the same folder, so such runs resume too).
+Overrides of the ``flows`` section only change how a flow fans out, not what it computes, and
+are not isolated.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +40,7 @@ from amc.config import (
 )
 
 PARAMS_FILE = Path("params.yaml")
+OVERRIDES_ROOT = Path("runs")
 
 
 class CollectParams(Frozen):
@@ -45,6 +60,46 @@ class CollectParams(Frozen):
     """Particle steps in flight at once, across tasks."""
     out_dir: Path = Path("data/trajectories")
     """Where the per-seed JSON-lines trajectory files and manifest.json go."""
+
+
+class DatasetParams(Frozen):
+    """``dataset``: value-regression rows (one per visited state) from the collected rollouts."""
+
+    gamma: float = Field(1.0, gt=0, le=1)
+    """Discount of future rewards in the regression target (paper: 1)."""
+    keep: Literal["all", "best"] = "all"
+    """Rollouts per task: all (unbiased) or best (the paper)."""
+    history_k: int = Field(20, ge=0)
+    """K: most recent (state, action) pairs rendered into the model's input."""
+    seed: int = 0
+    """Seed of the train/validation split by task."""
+    out_dir: Path = Path("data/dataset")
+    """Where the dataset (HF arrow files, card, source.json) is written."""
+
+
+class TrainParams(Frozen):
+    """``train``: the value model V_theta (MiniLM-L6 by default), registered as challenger."""
+
+    epochs: int = Field(1, ge=1)
+    """Maximum epochs."""
+    lr: float = Field(5e-5, gt=0)
+    """Peak learning rate."""
+    batch_size: int = Field(16, ge=1)
+    """Rows per optimiser step."""
+    seed: int = 0
+    """Seed of initialisation and shuffling."""
+    max_length: int = Field(128, ge=8)
+    """Tokens per rendered state (longer inputs keep their end)."""
+    num_layers: int | None = Field(None, ge=1)
+    """Keep only the first layers of the backbone (None = all)."""
+    patience: int = Field(1, ge=0)
+    """Early stopping: epochs without validation improvement."""
+    model_name: str | None = None
+    """Registry name (None: amc-value-<env.name>; overridden runs get their own name)."""
+    out_dir: Path = Path("models/value")
+    """Where the trained model directory is saved."""
+    metrics_file: Path = Path("metrics/train.json")
+    """Best-epoch validation metrics (a small, flat DVC metrics file)."""
 
 
 class EvaluateParams(Frozen):
@@ -75,9 +130,9 @@ class EvaluateParams(Frozen):
     max_concurrent_particles: int = Field(16, ge=1)
     """Particle steps in flight at once, across tasks."""
     out_dir: Path = Path("data/eval")
-    """Where per-(method, seed) results are written."""
+    """Where per-(method, seed) results, plan.json and evaluation.json (the full record) go."""
     metrics_file: Path = Path("metrics/eval.json")
-    """The evaluation manifest + per-method summary (a DVC metrics file)."""
+    """Per-method success and selected reward (a small, flat DVC metrics file)."""
 
     @model_validator(mode="after")
     def _smc_n_in_grid(self) -> EvaluateParams:
@@ -100,8 +155,10 @@ class PromoteParams(Frozen):
     """Promote when mean paired improvement > min_se * its standard error."""
     alias: str = "champion"
     """Registry alias that marks the deployed model."""
-    out_file: Path = Path("metrics/promotion.json")
-    """Where the decision and its evidence are written (a DVC metrics file)."""
+    out_file: Path = Path("data/promotion/decision.json")
+    """Where the decision and its evidence (reason, versions, paired statistics) are written."""
+    metrics_file: Path = Path("metrics/promotion.json")
+    """The decision as numbers: promoted, delta, se, pairs (a small, flat DVC metrics file)."""
 
 
 class ReportParams(Frozen):
@@ -109,8 +166,8 @@ class ReportParams(Frozen):
 
     plots_dir: Path = Path("plots")
     """Where PNGs and DVC plot JSON files go."""
-    summary_file: Path = Path("metrics/summary.json")
-    """Per-method means and standard errors (a DVC metrics file)."""
+    summary_file: Path = Path("data/report/summary.json")
+    """Per-method means, standard errors, calibration, settings (read by amc results-doc)."""
     calibration_states: int = Field(200, ge=10)
     """At most this many (prefix, realised future reward) states for the calibration plot."""
     calibration_bins: int = Field(8, ge=2)
@@ -147,6 +204,10 @@ class PipelineParams(Frozen):
     """Driver settings shared by collect and evaluate (N comes from each stage)."""
     collect: CollectParams = CollectParams()
     """Trajectory collection."""
+    dataset: DatasetParams = DatasetParams()
+    """Value dataset."""
+    train: TrainParams = TrainParams()
+    """Value-model training."""
     evaluate: EvaluateParams = EvaluateParams()
     """Evaluation."""
     promote: PromoteParams = PromoteParams()
@@ -160,27 +221,80 @@ class PipelineParams(Frozen):
 
 
 _SECTIONS = tuple(PipelineParams.model_fields)
+_OUTPUTS = (("collect", "out_dir"), ("dataset", "out_dir"), ("train", "out_dir"),
+            ("train", "metrics_file"), ("evaluate", "out_dir"), ("evaluate", "metrics_file"),
+            ("promote", "out_file"), ("promote", "metrics_file"), ("report", "plots_dir"),
+            ("report", "summary_file"))
+"""Every output path of the pipeline, as (section, field)."""
 
 
-def load_params(path: str | Path = PARAMS_FILE, overrides: list[str] | tuple[str, ...] = ()
+def load_params(path: str | Path = PARAMS_FILE, overrides: Sequence[str] = ()
                 ) -> PipelineParams:
-    """The pipeline sections of a params file (+ ``key=value`` overrides), validated."""
+    """The pipeline sections of a params file (+ ``key=value`` overrides), validated.
+
+    Component options are checked too, so a stage fails here, before touching any output.
+    Overrides outside ``flows.`` isolate the run (:func:`isolate`).
+    """
     data = apply_overrides(load_yaml(path), overrides)
-    return validate(PipelineParams, {k: v for k, v in data.items() if k in _SECTIONS},
-                    f"{path}")
+    p = validate(PipelineParams, {k: v for k, v in data.items() if k in _SECTIONS}, f"{path}")
+    check_components(p)
+    tag = overrides_tag(overrides)
+    return isolate(p, tag) if tag else p
 
 
-def section(path: str | Path, name: str) -> dict[str, Any]:
-    """A raw section of the params file (for stages whose model lives elsewhere)."""
-    data = load_yaml(path)
-    sec = data.get(name, {})
-    if not isinstance(sec, dict):
-        raise ValueError(f"{path}: section {name!r} is not a mapping")
-    return sec
+def check_components(p: PipelineParams) -> None:
+    """Validate env, prior and zero-shot value options against their registered models."""
+    from amc.registry import ENVIRONMENTS, PRIORS, VALUES
+
+    ENVIRONMENTS.validate(p.env.name, p.env.options)
+    PRIORS.validate(p.prior.name, p.prior.options)
+    VALUES.validate(p.evaluate.zero_shot_value.name, p.evaluate.zero_shot_value.options)
+
+
+def overrides_tag(overrides: Sequence[str]) -> str | None:
+    """``overrides-<8 hex>`` for overrides that change results (None: none, or flows.* only)."""
+    relevant = sorted(o.strip() for o in overrides if not o.strip().startswith("flows."))
+    if not relevant:
+        return None
+    return "overrides-" + hashlib.sha256(json.dumps(relevant).encode()).hexdigest()[:8]
+
+
+def isolate(p: PipelineParams, tag: str) -> PipelineParams:
+    """``p`` with every output under ``runs/<tag>/`` and its own registry model name."""
+    updates: dict[str, dict[str, Any]] = {}
+    for sec, field in _OUTPUTS:
+        updates.setdefault(sec, {})[field] = OVERRIDES_ROOT / tag / getattr(getattr(p, sec),
+                                                                           field)
+    default = default_model_name(p.env.name)
+    if p.train.model_name in (None, default):
+        updates["train"]["model_name"] = f"{default}-{tag[len('overrides-'):]}"
+    return p.model_copy(update={sec: getattr(p, sec).model_copy(update=u)
+                                for sec, u in updates.items()})
+
+
+def default_model_name(env: str) -> str:
+    """Registry name of an environment's value model for ``params.yaml`` runs."""
+    from amc.value.registry import registered_name
+
+    return registered_name(env)
 
 
 def model_name(p: PipelineParams) -> str:
-    """Registry name of the environment's value model (``amc-value-<env>``)."""
-    from amc.value.registry import registered_name
+    """Registry name of the run's value model (``train.model_name`` or ``amc-value-<env>``)."""
+    return p.train.model_name or default_model_name(p.env.name)
 
-    return registered_name(p.env.name)
+
+def stage_main(run: Any, argv: Sequence[str] | None = None) -> None:
+    """Entry of ``python -m amc.pipeline.<stage> [params.yaml]``: load, run, one-line errors."""
+    import sys
+
+    from amc.errors import USER_ERRORS, user_message
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) > 1 or (args and args[0].startswith("-")):
+        raise SystemExit("usage: python -m amc.pipeline.<stage> [params.yaml]")
+    try:
+        run(load_params(args[0] if args else PARAMS_FILE))
+    except USER_ERRORS as err:
+        print(f"error: {user_message(err)}", file=sys.stderr)
+        raise SystemExit(2) from None

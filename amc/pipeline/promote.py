@@ -1,7 +1,7 @@
 """Stage ``promote``: move the registry's ``champion`` alias to the challenger when it is better.
 
-The gate compares the two models on the *same* evaluation (``metrics/eval.json`` and its
-results: same tasks, N and seeds). With paired differences d = challenger - champion of the
+The gate compares the two models on the *same* evaluation (``<evaluate.out_dir>/evaluation.json``
+and its results: same tasks, N and seeds). With paired differences d = challenger - champion of the
 primary metric over every (task, seed) at N = ``promote.n`` (default: the largest N), the
 challenger is promoted when ``mean(d) > 0`` and ``mean(d) > min_se * s.e.(d)``, or when there is
 no champion yet. ``oracle_best`` is always reported next to the primary metric.
@@ -14,13 +14,12 @@ an MLflow run (experiment ``amc-promote``) with the decision as an artifact.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from typing import Any
 
-from amc.pipeline.evaluate import load_plan, load_results, resolve_alias
-from amc.pipeline.params import PipelineParams
+from amc.pipeline.evaluate import load_plan, load_record, load_results, resolve_alias
+from amc.pipeline.params import PipelineParams, stage_main
 from amc.results import write_json_atomic
 from amc.smc.scoring import mean_and_se
 
@@ -119,10 +118,7 @@ def promote(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
     """Decide, move the alias and tag the version when promoting, record everything."""
     import mlflow
 
-    ev_path = p.evaluate.metrics_file
-    if not ev_path.is_file():
-        raise FileNotFoundError(f"{ev_path} not found: run the evaluate stage first")
-    eval_json = json.loads(ev_path.read_text())
+    eval_json = load_record(p)
     try:
         results = load_results(p, load_plan(p))
     except FileNotFoundError:
@@ -144,9 +140,28 @@ def promote(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
             client.set_model_version_tag(name, d["challenger_version"], k, v)
     d["champion_after"] = current_aliases(p, name)["champion"] if name else None
     write_json_atomic(p.promote.out_file, d)
+    write_json_atomic(p.promote.metrics_file, flat_metrics(d))
     if track:
         _log_run(p, d)
     return d
+
+
+def flat_metrics(d: dict[str, Any]) -> dict[str, float | int]:
+    """The DVC metrics of a decision: numbers only (absent values are left out)."""
+    out: dict[str, float | int] = {"promoted": int(bool(d["promote"])),
+                                   "n_pairs": int(d.get("n_pairs") or 0)}
+    for k in ("delta", "se", "oracle_delta"):
+        if isinstance(d.get(k), (int, float)) and math.isfinite(d[k]):
+            out[k] = round(float(d[k]), 4)
+    for k in ("challenger_version", "champion_after"):
+        if d.get(k) is not None:
+            out[k] = int(d[k])
+    return out
+
+
+def run(p: PipelineParams) -> dict[str, Any]:
+    """The stage: the promotion gate (records its own run in ``amc-promote``)."""
+    return promote(p)
 
 
 def _log_run(p: PipelineParams, d: dict[str, Any]) -> None:
@@ -155,10 +170,14 @@ def _log_run(p: PipelineParams, d: dict[str, Any]) -> None:
     from amc.pipeline.lineage import stage_run
 
     with stage_run("promote", params=p.promote.model_dump(mode="json"),
-                   inputs=[str(p.evaluate.metrics_file), str(p.evaluate.out_dir)],
+                   inputs=[str(p.evaluate.out_dir)],
                    uri=p.mlflow_uri, tags={"promotion.decision": str(d["promote"]).lower()}):
         mlflow.log_metrics({k: float(d[k]) for k in ("delta", "se", "oracle_delta", "oracle_se")
                             if isinstance(d.get(k), (int, float))})
         mlflow.log_metric("promoted", float(d["promote"]))
         mlflow.log_dict(d, "promotion.json")
         mlflow.log_text(markdown(d), "promotion.md")
+
+
+if __name__ == "__main__":  # the DVC stage's cmd
+    stage_main(run)

@@ -1,4 +1,4 @@
-"""Stage ``report``: plots of the evaluation and ``metrics/summary.json``.
+"""Stage ``report``: plots of the evaluation and the summary (``report.summary_file``).
 
 Figures (matplotlib PNG under ``plots/``, each with a DVC plot JSON next to it):
 
@@ -10,8 +10,9 @@ Figures (matplotlib PNG under ``plots/``, each with a DVC plot JSON next to it):
 - ``calibration``: the value function's predictions against the realised future reward of
   held-out prior rollouts (the evaluation's largest Best-of-N), binned (a reliability curve).
 
-``summary.json`` holds per-method means and standard errors, the calibration scores and the
-promotion decision (when present).
+``summary.json`` (``report.summary_file``) holds per-method means and standard errors, the
+calibration scores, the settings and the promotion decision (when present); ``amc results-doc``
+reads it. :func:`run` is the stage: the report inside an MLflow run of ``amc-report``.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from amc.config import ValueConfig
-from amc.pipeline.evaluate import load_plan, load_results
-from amc.pipeline.params import PipelineParams
+from amc.pipeline.evaluate import load_plan, load_record, load_results
+from amc.pipeline.lineage import stage_run
+from amc.pipeline.params import PipelineParams, stage_main
 from amc.registry import ENVIRONMENTS, VALUES
 from amc.results import write_bytes_atomic, write_json_atomic
 from amc.smc.records import TaskResult
@@ -276,10 +278,7 @@ def summary(ev: dict[str, Any], promotion: dict[str, Any] | None,
 
 def report(p: PipelineParams, *, calibrate: bool = True) -> dict[str, Any]:
     """Write every plot and ``summary.json``; returns the summary."""
-    ev_path = p.evaluate.metrics_file
-    if not ev_path.is_file():
-        raise FileNotFoundError(f"{ev_path} not found: run the evaluate stage first")
-    ev = json.loads(ev_path.read_text())
+    ev = load_record(p)
     results = load_results(p, load_plan(p))
     out = p.report.plots_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -292,3 +291,20 @@ def report(p: PipelineParams, *, calibrate: bool = True) -> dict[str, Any]:
                 paired_differences(ev, results))
     write_json_atomic(p.report.summary_file, s)
     return s
+
+
+def run(p: PipelineParams, *, calibrate: bool = True) -> dict[str, Any]:
+    """The stage: plots + summary, logged as artifacts in ``amc-report``; the summary."""
+    import mlflow
+
+    s = report(p, calibrate=calibrate)
+    with stage_run("report", params=p.report.model_dump(mode="json"),
+                   inputs=[str(p.evaluate.out_dir), str(p.promote.out_file)],
+                   uri=p.mlflow_uri):
+        mlflow.log_artifacts(str(p.report.plots_dir), "plots")
+        mlflow.log_dict(s, "summary.json")
+    return s
+
+
+if __name__ == "__main__":  # the DVC stage's cmd
+    stage_main(run)

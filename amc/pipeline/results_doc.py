@@ -1,6 +1,6 @@
 """``docs/results.md`` generated from the pipeline's metrics, never written by hand.
 
-Reads ``metrics/summary.json`` (written by the report stage: per-method means and standard
+Reads the report stage's ``summary.json`` (``report.summary_file``: per-method means and standard
 errors over tasks and seeds, both the oracle and the reward-free metric, tokens and dollars,
 value calibration, the promotion decision), copies the report's plots and the summaries next
 to the document (``<name>-assets/``) and writes tables plus a *reading* computed from the

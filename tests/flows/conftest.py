@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from amc.priors.loopback import free_port
 from tests.pipeline.conftest import mlflow_template, workdir  # noqa: F401  (fixtures)
 
 
@@ -23,14 +23,8 @@ def prefect_harness() -> Iterator[None]:
     """All flows of the session run against one temporary Prefect server."""
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
+    with prefect_test_harness(server_startup_timeout=300):  # a loaded 2-core machine
         yield
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

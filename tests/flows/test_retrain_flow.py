@@ -1,4 +1,5 @@
-"""retrain_and_promote in a DVC project: the whole loop as a flow, sharing DVC's lineage."""
+"""retrain_and_promote in a DVC project: the whole loop as a flow, sharing DVC's lineage, and an
+overridden run that leaves the params.yaml lineage and the default model alone."""
 
 from __future__ import annotations
 
@@ -13,24 +14,31 @@ import yaml
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
+from amc.pipeline.params import overrides_tag
 from tests.flows.conftest import ROOT
 from tests.pipeline.test_dvc import Project, toy_params
 
+MODEL = "amc-value-synthetic"
 
-@pytest.mark.slow
-async def test_retrain_and_promote_flow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import asyncio
 
+def aliases(uri: str, name: str) -> dict[str, str]:
     import mlflow
 
-    from flows.retrain_and_promote import retrain_and_promote
+    m = mlflow.MlflowClient(tracking_uri=uri).get_registered_model(name)
+    return {k: str(v) for k, v in m.aliases.items()}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Project, str]:
+    """A toy DVC project as cwd, with its own MLflow store."""
+    import mlflow
 
     shutil.copytree(ROOT / "amc", tmp_path / "amc", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "dvc.yaml", tmp_path / "dvc.yaml")
     p = toy_params()
     p["evaluate"].update(methods=["bon", "amc"], n_grid=[4])
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
-    (tmp_path / ".gitignore").write_text("mlruns/\n__pycache__/\n")
+    (tmp_path / ".gitignore").write_text("mlruns/\n__pycache__/\nruns/\n")
     uri = f"sqlite:///{tmp_path}/mlruns/mlflow.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
@@ -43,17 +51,48 @@ async def test_retrain_and_promote_flow(tmp_path: Path, monkeypatch: pytest.Monk
                 ["git", "config", "user.name", "amc test"], ["dvc", "init", "-q"],
                 ["git", "add", "-A"], ["git", "commit", "-qm", "toy"]):
         pr.run(*cmd)
+    return pr, uri
 
-    d = await asyncio.to_thread(retrain_and_promote, "params.yaml", None, str(tmp_path))
+
+@pytest.mark.slow
+async def test_retrain_and_promote_flow(project: tuple[Project, str]) -> None:
+    import asyncio
+
+    from flows.retrain_and_promote import retrain_and_promote
+
+    pr, uri = project
+    d = await asyncio.to_thread(retrain_and_promote, "params.yaml", None)
     assert d["promote"] and d["challenger_version"] == "1"
-    aliases = mlflow.MlflowClient(tracking_uri=uri).get_registered_model(
-        "amc-value-synthetic").aliases
-    assert str(aliases["champion"]) == "1"
-    assert json.loads(Path("metrics/promotion.json").read_text())["promote"] is True
+    assert aliases(uri, MODEL) == {"challenger": "1", "champion": "1"}
+    assert json.loads(Path("metrics/promotion.json").read_text())["promoted"] == 1
     assert Path("plots/success_vs_n.png").is_file()
-    # the flow recorded its outputs in dvc.lock: `dvc repro` has nothing left to do
+    # the flow recorded every stage's outputs in dvc.lock: `dvc repro` has nothing left to do
     assert "up to date" in pr.run("dvc", "status").lower()
+    lock = yaml.safe_load(Path("dvc.lock").read_text())
+    assert set(lock["stages"]) == {"collect", "dataset", "train", "evaluate", "promote",
+                                   "report"}
     async with get_client() as client:
         arts = await client.read_artifacts(
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["amc-promotion"])))
     assert arts and "PROMOTED" in arts[0].data
+
+    # An overridden run (issue 16, item 13): every stage gets the overrides, writes under its
+    # own folder and registers its own model; params.yaml's outputs, lineage and model stay.
+    ov = ["collect.rollouts=2", "evaluate.seeds=[0]"]
+    before = {f: Path(f).read_bytes() for f in ("data/trajectories/manifest.json",
+                                                "data/dataset/source.json", "metrics/eval.json",
+                                                "data/eval/evaluation.json", "dvc.lock")}
+    d2 = await asyncio.to_thread(retrain_and_promote, "params.yaml", ov)
+    tag = overrides_tag(ov)
+    assert tag is not None
+    own = f"{MODEL}-{tag.removeprefix('overrides-')}"
+    assert d2["model"] == own and d2["promote"]  # its own registry name, its own champion
+    assert aliases(uri, own) == {"challenger": "1", "champion": "1"}
+    assert aliases(uri, MODEL) == {"challenger": "1", "champion": "1"}
+    assert {f: Path(f).read_bytes() for f in before} == before
+    manifest = json.loads(Path(f"runs/{tag}/data/trajectories/manifest.json").read_text())
+    assert manifest["rollouts"] == 2 and manifest["complete"]
+    ev = json.loads(Path(f"runs/{tag}/data/eval/evaluation.json").read_text())
+    assert ev["seeds"] == [0] and ev["models"]["name"] == own
+    assert Path(f"runs/{tag}/data/report/summary.json").is_file()
+    assert "up to date" in pr.run("dvc", "status").lower()

@@ -8,8 +8,8 @@ from pathlib import Path
 import mlflow
 import pytest
 
+from amc.pipeline import evaluate, promote
 from amc.pipeline.params import load_params
-from amc.pipeline.stages import evaluate_stage, promote_stage
 from amc.results import results_path
 from tests.pipeline.conftest import MODEL, register_version
 
@@ -27,33 +27,36 @@ def tags(version: str) -> dict[str, str]:
 def test_no_champion_promotes_the_challenger(workdir: Path) -> None:
     v = register_version(workdir, 1.0)
     p = load_params("params.yaml")
-    ev = evaluate_stage(p, progress=False)
+    ev = evaluate.run(p)
     assert ev["status"] == "complete"
     assert set(ev["methods"]) == {"bon@8", "smc@8+challenger"}  # no champion to compare yet
-    d = promote_stage(p)
+    d = promote.run(p)
     assert d["promote"] and d["reason"] == "no champion yet"
     assert aliases() == {"challenger": v, "champion": v}
     assert tags(v)["promotion.decision"] == "promoted"
-    on_disk = json.loads(Path("metrics/promotion.json").read_text())
+    on_disk = json.loads(Path("data/promotion/decision.json").read_text())
     assert on_disk["promote"] is True and on_disk["champion_after"] == v
+    metrics = json.loads(Path("metrics/promotion.json").read_text())
+    assert metrics == {"promoted": 1, "n_pairs": 0, "challenger_version": int(v),
+                       "champion_after": int(v)}  # numbers only: readable in dvc metrics show
 
 
 def test_better_challenger_is_promoted_worse_is_kept(workdir: Path) -> None:
     bad = register_version(workdir, -1.0, alias="champion")
     good = register_version(workdir, 1.0)
     p = load_params("params.yaml")
-    ev = evaluate_stage(p, progress=False)
+    ev = evaluate.run(p)
     # same tasks, N and seeds for both models
     assert {"smc@8+challenger", "smc@8+champion"} <= set(ev["methods"])
     assert ev["models"]["champion"]["version"] == bad
-    d = promote_stage(p)
+    d = promote.run(p)
     assert d["promote"], d["reason"]
     assert d["delta"] > d["se"] and d["n_pairs"] == 20 and d["oracle_delta"] is not None
     assert aliases()["champion"] == good
 
     worse = register_version(workdir, -1.0)  # new challenger, worse than the champion
-    evaluate_stage(p, progress=False)
-    d = promote_stage(p)
+    evaluate.run(p)
+    d = promote.run(p)
     assert not d["promote"] and "keep" in d["reason"]
     assert aliases() == {"champion": good, "challenger": worse}
     assert tags(worse)["promotion.decision"] == "kept"
@@ -63,8 +66,8 @@ def test_equal_model_within_se_is_kept(workdir: Path) -> None:
     champ = register_version(workdir, 1.0, alias="champion")
     register_version(workdir, 1.0)
     p = load_params("params.yaml")
-    evaluate_stage(p, progress=False)
-    d = promote_stage(p)
+    evaluate.run(p)
+    d = promote.run(p)
     assert not d["promote"] and d["delta"] == pytest.approx(0.0)
     assert aliases()["champion"] == champ
 
@@ -73,9 +76,10 @@ def test_failed_evaluation_never_promotes(workdir: Path) -> None:
     register_version(workdir, 1.0, fail=True)  # no champion: would be promoted if it ran
     p = load_params("params.yaml")
     with pytest.raises(RuntimeError, match="broken value model"):
-        evaluate_stage(p, progress=False)
-    assert json.loads(Path("metrics/eval.json").read_text())["status"] == "failed"
-    d = promote_stage(p)
+        evaluate.run(p)
+    assert json.loads(Path("data/eval/evaluation.json").read_text())["status"] == "failed"
+    assert json.loads(Path("metrics/eval.json").read_text())["complete"] == 0
+    d = promote.run(p)
     assert not d["promote"] and "never promote" in d["reason"]
     assert "champion" not in aliases()
 
@@ -83,17 +87,15 @@ def test_failed_evaluation_never_promotes(workdir: Path) -> None:
 def test_incomplete_or_stale_evaluation_never_promotes(workdir: Path) -> None:
     register_version(workdir, 1.0)
     p = load_params("params.yaml")
-    evaluate_stage(p, progress=False)
+    evaluate.run(p)
     f = results_path(p.evaluate.out_dir, "smc@8+challenger", 1)
     f.write_text("".join(f.read_text().splitlines(keepends=True)[:-3]))  # lose 3 tasks
-    from amc.pipeline.evaluate import finalize
-
-    assert finalize(p)["status"] == "incomplete"
-    assert not promote_stage(p)["promote"]
+    assert evaluate.finalize(p)["status"] == "incomplete"
+    assert not promote.run(p)["promote"]
     assert "champion" not in aliases()
 
-    evaluate_stage(p, progress=False)  # resumes the 3 missing tasks -> complete again
+    evaluate.run(p)  # resumes the 3 missing tasks -> complete again
     register_version(workdir, 1.0)  # the challenger moved after the evaluation
-    d = promote_stage(p)
+    d = promote.run(p)
     assert not d["promote"] and "stale" in d["reason"]
     assert "champion" not in aliases()

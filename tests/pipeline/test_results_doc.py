@@ -88,8 +88,8 @@ def test_extra_configuration_from_amc_run_and_cli_errors(tmp_path, monkeypatch):
                "methods": {"bon@4": _m("bon", 4, 0.4, 0.1), "smc@4+c": _m("amc", 4, 0.5, 0.1)}}
     monkeypatch.chdir(tmp_path)
     (tmp_path / "params.yaml").write_text("{}\n")  # every section at its defaults
-    (tmp_path / "metrics").mkdir()
-    (tmp_path / "metrics" / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "data" / "report").mkdir(parents=True)
+    (tmp_path / "data" / "report" / "summary.json").write_text(json.dumps(summary))
     out = tmp_path / "docs" / "results.md"
     r = cli.invoke(app, ["results-doc", "--out", str(out), "--intro", "Why this profile.",
                          "--extra", "Second row=faithful/summary.json"])
@@ -103,7 +103,7 @@ def test_extra_configuration_from_amc_run_and_cli_errors(tmp_path, monkeypatch):
     copied = json.loads((out.parent / "results-assets" / "second-row.json").read_text())
     assert copied["paired"]["smc@4"]["baseline"] == "bon@4"  # from the run's results files
     assert copied["paired"]["smc@4"]["runs"] == 4
-    (tmp_path / "metrics" / "summary.json").unlink()  # a paper run alone, no pipeline
+    (tmp_path / "data" / "report" / "summary.json").unlink()  # a paper run alone, no pipeline
     r = cli.invoke(app, ["results-doc", "--out", str(out), "--title", "Paper table",
                          "--extra", "Table 3=faithful/summary.json"])
     assert r.exit_code == 0, r.output

@@ -1,0 +1,86 @@
+"""Stage ``dataset``: the collected rollouts -> value-regression rows, split by task.
+
+One row per visited state of every rollout in ``collect.out_dir`` (the files its
+``manifest.json`` lists), with target = the realised future reward after that state
+(:func:`amc.value.data.build_dataset`); tasks, not rows, are split into train/validation so no
+task leaks across. The dataset directory also gets ``source.json``: the environment and prior
+that produced the rollouts, so that training can refuse a dataset of another benchmark
+(trajectories of one environment must never train the model registered for another).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from amc.pipeline.collect import MANIFEST
+from amc.pipeline.lineage import stage_run
+from amc.pipeline.params import PipelineParams, stage_main
+
+SOURCE = "source.json"
+
+
+def collected_files(p: PipelineParams) -> tuple[dict[str, Any], list[Path]]:
+    """The collect manifest and its trajectory files; error on a mismatch with ``p``.
+
+    A manifest of another environment or prior (e.g. a synthetic run that wrote into the
+    default folder) or an incomplete collection is refused.
+    """
+    src = p.collect.out_dir
+    path = src / MANIFEST
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: run the collect stage first")
+    manifest = json.loads(path.read_text())
+    for key, want in (("env", p.env.name), ("prior", p.prior.name)):
+        if manifest.get(key) != want:
+            raise ValueError(f"{src} holds {key} {manifest.get(key)!r} rollouts but params say "
+                             f"{key}.name={want!r}: rerun collect")
+    if not manifest.get("complete"):
+        raise ValueError(f"{path}: collection incomplete: rerun collect")
+    return manifest, [src / name for name in manifest["files"]]
+
+
+def options(p: PipelineParams) -> Any:
+    """The :class:`~amc.value.data.DatasetOptions` of the ``dataset`` section."""
+    from amc.value.data import DatasetOptions
+    from amc.value.render import render_env_for
+
+    d = p.dataset
+    return DatasetOptions(gamma=d.gamma, keep=d.keep, seed=d.seed,
+                          render={"env": render_env_for(p.env.name), "history_k": d.history_k})
+
+
+def run(p: PipelineParams) -> dict[str, Any]:
+    """The stage: build the dataset, write ``source.json``, record ``amc-dataset``; the card."""
+    import mlflow
+
+    from amc.value.data import build_dataset, read_trajectories
+
+    manifest, files = collected_files(p)
+    opts = options(p)  # before writing: a bad section must not leave a half-written dataset
+    out = p.dataset.out_dir
+    card = build_dataset(read_trajectories([str(f) for f in files]), out, opts)
+    source = {"env": manifest["env"], "prior": manifest["prior"], "split": manifest["split"],
+              "records": manifest["records"], "content_hash": card["content_hash"]}
+    (out / SOURCE).write_text(json.dumps(source, indent=2) + "\n")
+    with stage_run("dataset", params={"env": {"name": p.env.name},
+                                      "dataset": p.dataset.model_dump(mode="json")},
+                   inputs=[str(p.collect.out_dir)], uri=p.mlflow_uri,
+                   tags={"dataset_hash": card["content_hash"]}):
+        mlflow.log_metrics({f"{split}.{k}": float(s[k]) for split, s in card["splits"].items()
+                            for k in ("rows", "tasks", "trajectories")})
+        mlflow.log_dict(card, "card.json")
+    return card
+
+
+def source(dataset_dir: Path) -> dict[str, Any]:
+    """``source.json`` of a dataset built by this stage (clear error when missing)."""
+    path = dataset_dir / SOURCE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: rebuild the dataset with the dataset stage")
+    return json.loads(path.read_text())
+
+
+if __name__ == "__main__":  # the DVC stage's cmd
+    stage_main(run)
