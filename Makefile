@@ -24,8 +24,9 @@ demo: setup  ## seconds: ReAct, Best-of-N and SMC with the exact value on the sy
 test: setup lint  ## the full test suite (slow tests included)
 	$(PY) -m pytest -q
 
-lint: setup
+lint: setup  ## ruff over the tree, mypy over amc/ (pyproject's [tool.mypy])
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 bench: setup  ## every CPU benchmark; results in docs/benchmarks.md (GPU: benchmarks.bench_value_gpu)
 	for b in benchmarks/bench_*.py; do n=$$(basename $$b .py); \

@@ -90,10 +90,11 @@ def results_doc_cmd(
     from amc.pipeline.results_doc import write_results_doc
 
     p = _load(params, set_)
-    summary: Path | None = Path(p.report.summary_file)
-    if not summary.is_file():
+    summary_file = Path(p.report.summary_file)
+    summary: Path | None = summary_file
+    if not summary_file.is_file():
         if not extra:
-            raise FileNotFoundError(f"{summary} not found: run `amc report` first (or give "
+            raise FileNotFoundError(f"{summary_file} not found: run `amc report` first (or give "
                                     "--extra TITLE=PATH for runs of `amc run`)")
         summary = None
     sections = []
@@ -102,6 +103,6 @@ def results_doc_cmd(
         if not sep or not sec_title or not Path(path).is_file():
             raise ValueError(f"--extra {item!r}: need TITLE=PATH of an existing summary.json")
         sections.append((sec_title, path))
-    path = write_results_doc(summary, p.report.plots_dir, out, title=title,
-                             extra=sections, intro=intro)
-    typer.echo(f"wrote {path}")
+    written = write_results_doc(summary, p.report.plots_dir, out, title=title,
+                                extra=sections, intro=intro)
+    typer.echo(f"wrote {written}")

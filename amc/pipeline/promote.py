@@ -127,9 +127,9 @@ def promote(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
     d = decide(p, eval_json, results, current_aliases(p, name))
     d["decided_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     client = mlflow.MlflowClient() if name else None
-    if d["promote"] and client is not None:
+    if d["promote"] and client is not None and name:
         client.set_registered_model_alias(name, p.promote.alias, d["challenger_version"])
-    if client is not None and d["challenger_version"]:
+    if client is not None and name and d["challenger_version"]:
         evidence = {"promotion.decision": "promoted" if d["promote"] else "kept",
                     "promotion.reason": d["reason"][:500], "promotion.metric": d["metric"],
                     "promotion.n": str(d["n"]), "promotion.delta": str(d["delta"]),

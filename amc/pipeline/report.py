@@ -21,6 +21,7 @@ import asyncio
 import io
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -240,7 +241,7 @@ def paired_mean_se(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 def paired_differences(ev: dict[str, Any], results: dict[str, list[TaskResult]]
                        ) -> dict[str, dict[str, Any]]:
     """Every SMC-type method minus Best-of-N at the same N, paired by (task, seed)."""
-    by_spec: dict[str, dict[tuple[str, int], dict[str, float]]] = {}
+    by_spec: dict[str, dict[tuple[str, int], Mapping[str, float]]] = {}
     for key, rs in results.items():
         for r in rs:
             by_spec.setdefault(key.rsplit("#", 1)[0], {})[(r.task_id, r.seed)] = r.metrics

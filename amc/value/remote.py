@@ -92,13 +92,17 @@ class RemoteValue:
         try:
             resp = await self._http().post(url, json=body)
         except httpx.TimeoutException as err:
-            raise openai.APITimeoutError(request=httpx.Request("POST", url)) from err
+            # openai's exception types annotate its own vendored httpx; httpx objects work.
+            raise openai.APITimeoutError(
+                request=httpx.Request("POST", url)) from err  # type: ignore[arg-type]
         except httpx.TransportError as err:
             raise openai.APIConnectionError(message=f"{type(err).__name__}: {err}",
-                                            request=httpx.Request("POST", url)) from err
+                                            request=httpx.Request("POST", url),  # type: ignore[arg-type]
+                                            ) from err
         if resp.status_code >= 400:
             text = " ".join(resp.text.split())[:200]
-            raise openai.APIStatusError(f"value server: {text}", response=resp, body=None)
+            raise openai.APIStatusError(f"value server: {text}", response=resp,  # type: ignore[arg-type]
+                                        body=None)
         return resp.json()
 
     async def score(self, histories: Sequence[History]) -> list[float]:
