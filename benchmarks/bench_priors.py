@@ -35,8 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from amc.ports import free_port
 from amc.priors.embedded import EmbeddedOptions, EmbeddedPrior, EmbeddedServer
-from amc.priors.loopback import free_port
 from amc.priors.openai import OpenAIOptions, OpenAIPrior
 from amc.types import History, Step, Usage
 from benchmarks._report import md_table, write_section

@@ -41,7 +41,7 @@ from typing import Literal
 
 import httpx
 
-from amc.priors.loopback import free_port
+from amc.ports import free_port
 
 Backend = Literal["cpp", "python"]
 BINARY_ENV = "AMC_LLAMA_SERVER"

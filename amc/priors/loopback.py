@@ -28,7 +28,6 @@ import asyncio
 import hashlib
 import json
 import re
-import socket
 import threading
 import time
 from collections import Counter
@@ -39,14 +38,9 @@ import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from amc.ports import free_port
+
 _MENU_ITEM = re.compile(r"^\s*(\d+)\. (.+)$", re.MULTILINE)
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def toy_answer(prompt: str, seed: int | None) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from amc.priors.loopback import free_port
+from amc.ports import free_port
 from tests.pipeline.conftest import mlflow_template, workdir  # noqa: F401  (fixtures)
 
 

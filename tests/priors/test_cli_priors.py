@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from amc.ports import free_port
 from amc.priors.embedded import llama_server_available
-from amc.priors.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

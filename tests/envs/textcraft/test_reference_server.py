@@ -28,8 +28,8 @@ from typer.testing import CliRunner
 from amc.cli import app as cli_app
 from amc.config import SMCConfig
 from amc.envs.agentgym.client import AgentGymOptions, AgentGymSuite
-from amc.envs.agentgym.process import free_port
 from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
+from amc.ports import free_port
 from amc.priors.random_valid import NoValidActionsError, RandomValidPrior
 from amc.smc.sampler import run_task
 from amc.types import INVALID_ACTION
