@@ -29,15 +29,15 @@ PARAMS = {
     "smc": {"max_steps": 5, "beta": 0.5, "resample": "fixed", "resample_steps": [1, 2]},
     "collect": {"max_tasks": N_TASKS, "rollouts": 8, "max_concurrent_tasks": 2},
     "evaluate": {"max_tasks": N_TASKS, "methods": ["bon", "smc"], "n_grid": [8], "seeds": [0],
-                 "zero_shot_value": {"name": "exact"}, "max_concurrent_tasks": 2},
+                 "zero_shot_value": {"name": "exact"}, "max_concurrent_tasks": 2,
+                 "compare_champion": False},
 }
 STAGES = {  # command -> (results files, check of the finished stage)
     "collect": (["data/trajectories/bon@8__seed0.jsonl"],
                 lambda: json.loads(Path("data/trajectories/manifest.json").read_text())
                 ["complete"]),
     "evaluate": (["data/eval/bon@8__seed0.jsonl", "data/eval/smc@8__seed0.jsonl"],
-                 lambda: json.loads(Path("metrics/eval.json").read_text())["status"]
-                 == "complete"),
+                 lambda: json.loads(Path("metrics/eval.json").read_text())["complete"] == 1),
 }
 
 
@@ -46,8 +46,9 @@ def lines(files: list[str]) -> int:
 
 
 def amc(cmd: str, env: dict[str, str]) -> subprocess.Popen:
+    # No -S overrides: an overridden run writes to its own runs/overrides-<hash>/ folder.
     return subprocess.Popen([sys.executable, "-m", "amc.cli", cmd, "-p", "params.yaml",
-                             "-S", "evaluate.compare_champion=false", "--quiet"], env=env,
+                             "--quiet"], env=env,
                             start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
 
