@@ -262,7 +262,8 @@ async def test_run_with_remote_value_equals_in_process_champion(
     with pytest.warns(UserWarning, match="trained on 'textcraft'"):
         out = await run_methods(cfg, progress=False)
     assert proxy.invocations > before
-    local, remote = out["smc@4+learned#0"], out["smc@4+remote#0"]
+    assert out.n_failed == 0
+    local, remote = out.results["smc@4+learned#0"], out.results["smc@4+remote#0"]
     assert [r.task_id for r in local] == [r.task_id for r in remote]
     for a, b in zip(local, remote, strict=True):
         assert [(t.pid, t.slot, t.lineage, [s.action for s in t.steps], t.total_reward)
