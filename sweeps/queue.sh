@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Queue the one-factor-at-a-time sweep as DVC experiments, in priority order; then run them
+# one at a time (2 shared cores) and look at them. Run from sweeps/:
+#   bash queue.sh rollout            # the upper bound and no value: every axis (no model needed)
+#   dvc repro value && bash queue.sh learned   # the learned V_theta's cells
+#   dvc queue start -j 1 && dvc exp show
+# Every cell: 54 depth-2 tasks x 6 seeds = 324 (task, seed) pairs (sweeps/params.yaml).
+set -euo pipefail
+q() { dvc exp run --queue cell "$@" >/dev/null && echo "queued: $*"; }
+# learned cells: the whole pipeline (value is up to date and skipped, but its models/value is
+# checked out into the experiment's workspace, which a `cell`-only run does not do)
+ql() { dvc exp run --queue "$@" >/dev/null && echo "queued: $*"; }
+rollout() {
+  q -S cell.value=rollout
+  q -S cell.value=none
+  for x in 0.2 0.6 0.8 0.9; do q -S cell.value=rollout -S cell.q=$x; done
+  for b in 0.1 0.5 1.0; do q -S cell.value=rollout -S cell.beta=$b; done
+  q -S cell.value=rollout -S cell.schedule=fixed -S 'cell.steps=[2]'
+  for r in 0.3 0.5 0.7; do q -S cell.value=rollout -S cell.schedule=ess -S cell.rho=$r; done
+  for n in 8 15; do q -S cell.value=rollout -S cell.n=$n; done
+  for s in 0 3; do q -S cell.value=rollout -S cell.slack=$s; done
+}
+learned() {  # beta is chosen on validation cells, reported on their test twins
+  for b in 0.25 1.0 0.5; do
+    ql -S cell.value=learned -S cell.beta=$b
+    ql -S cell.value=learned -S cell.beta=$b -S cell.split=validation
+  done
+  for x in 0.2 0.6 0.8; do ql -S cell.value=learned -S cell.q=$x; done
+  ql -S cell.value=learned -S cell.schedule=fixed -S 'cell.steps=[2]'
+  ql -S cell.value=learned -S cell.n=8
+}
+case "${1:-all}" in
+  rollout) rollout ;;
+  learned) learned ;;
+  all) rollout; learned ;;
+  *) echo "usage: queue.sh [rollout|learned|all]" >&2; exit 2 ;;
+esac
