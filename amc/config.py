@@ -137,6 +137,9 @@ class RunConfig(Frozen):
     """Default value function for SMC methods."""
     values: dict[str, ValueConfig] = Field(default_factory=dict)
     """Named alternative values, picked by a method spec such as smc@15+NAME."""
+    selection_value: str | None = None
+    """Value that picks the deployable answer from every method's pool (a key of values, or
+    the default value's registry name); None = no deployable selection (reported as NaN)."""
     smc: SMCConfig = SMCConfig()
     """Default driver settings; methods override n_particles/resample."""
     methods: tuple[str, ...] = ("react", "bon", "smc")
@@ -171,6 +174,8 @@ class RunConfig(Frozen):
         if self.out_dir is not None:
             return self
         what = self.model_dump(mode="json", include={"env", "prior", "smc", "value", "values"})
+        if self.selection_value is not None:  # only then: older folders keep their names
+            what["selection_value"] = self.selection_value
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self.env.name)
         # a derived default of a frozen model: set once, here, before anyone can read it
         object.__setattr__(self, "out_dir", Path("runs") / f"{safe}-{config_hash(what)}")

@@ -4,7 +4,10 @@
 evaluate stages. It builds the environment suite, the prior and each method's value function
 from the registries, runs every (method, seed) over the tasks with bounded concurrency, appends
 each task's :class:`~amc.smc.records.TaskResult` as soon as it finishes, and skips tasks whose
-results already exist (resume). Summaries are means and standard errors over tasks.
+results already exist (resume). When ``selection_value`` names a value, it is built once and
+scores every method's pool post hoc (the deployable selection, :mod:`amc.smc.scoring`).
+Summaries are means and standard errors over *tasks*, the seeds of a task averaged first
+(:mod:`amc.stats`).
 
 Failures are not results. A task whose run raised, or one of whose particles failed for good
 (the agent's endpoint refused, or retries ran out: ``TaskResult.failures``), is appended to the
@@ -17,6 +20,7 @@ proposing, part of the method's configuration: its task is a result.
 from __future__ import annotations
 
 import asyncio
+import math
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -26,7 +30,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from amc.config import MethodConfig, RunConfig, config_hash
+from amc.config import MethodConfig, RunConfig, ValueConfig, config_hash
 from amc.priors.ledger import BUDGET_STOP
 from amc.protocols import EnvSuite, Prior, ValueFunction
 from amc.registry import ENVIRONMENTS, PRIORS, VALUES
@@ -38,14 +42,19 @@ from amc.results import (
     lock_outputs,
     repair_tail,
     results_path,
+    write_json_atomic,
     write_jsonl_atomic,
 )
 from amc.smc.methods import parse_method
 from amc.smc.records import TaskResult
 from amc.smc.sampler import run_task
-from amc.smc.scoring import mean_and_se
+from amc.stats import task_mean_se
 
-METRICS = ("oracle_best", "selected_reward", "weighted_mean_reward", "success")
+METRICS = ("oracle_best", "deployable_reward", "max_weight_reward", "weighted_mean_reward",
+           "success", "success_deployable")
+"""Per-task metrics summarised per method (:mod:`amc.smc.scoring`)."""
+LABELS = ("oracle best", "deployable", "max weight (uses R)", "weighted mean", "success",
+          "success deployable")
 
 _BUILD_LOCK = threading.Lock()
 """Serialises component building across threads (pipeline units run in a thread pool): a
@@ -74,10 +83,15 @@ class Components:
     suite: EnvSuite
     prior: Prior
     values: dict[str, ValueFunction]
+    """One value function per distinct value config (keyed by its JSON)."""
+    selection: ValueFunction | None = None
+    """The deployable selection's value (one of ``values`` when configs coincide)."""
 
     async def aclose(self) -> None:
         for v in self.values.values():
             await v.aclose()
+        if self.selection is not None and self.selection not in self.values.values():
+            await self.selection.aclose()
         await self.prior.aclose()
         self.suite.close()
 
@@ -90,6 +104,17 @@ def resolve_methods(cfg: RunConfig) -> list[MethodConfig]:
     """
     values = {cfg.value.name: cfg.value, **cfg.values}
     return [parse_method(m, cfg.smc, cfg.value, values) for m in cfg.methods]
+
+
+def selection_config(cfg: RunConfig) -> ValueConfig | None:
+    """The config of ``cfg.selection_value`` (resolved like a method's ``+NAME``), or None."""
+    if cfg.selection_value is None:
+        return None
+    values = {cfg.value.name: cfg.value, **cfg.values}
+    if cfg.selection_value not in values:
+        raise ValueError(f"selection_value {cfg.selection_value!r} is not a configured value; "
+                         f"known: {', '.join(sorted(values))}")
+    return values[cfg.selection_value]
 
 
 def task_list(cfg: RunConfig, suite: EnvSuite) -> list[str]:
@@ -119,10 +144,14 @@ def _build(cfg: RunConfig, methods: Sequence[MethodConfig]) -> Components:
             if key not in values:
                 values[key] = VALUES.build(m.value.name, m.value.options or None, beta=m.smc.beta,
                                            prior=prior, **ctx)
+        sel_cfg = selection_config(cfg)
+        selection = None if sel_cfg is None else values.get(sel_cfg.model_dump_json()) or \
+            VALUES.build(sel_cfg.name, sel_cfg.options or None, beta=cfg.smc.beta, prior=prior,
+                         **ctx)
     except BaseException:
         suite.close()
         raise
-    return Components(suite, prior, values)
+    return Components(suite, prior, values, selection)
 
 
 class TasksFailed(RuntimeError):
@@ -204,7 +233,7 @@ async def run_one_method(
                 res = await run_task(suite=comps.suite, prior=comps.prior, value=value,
                                      task_id=task_id, smc=method.smc, seed=seed,
                                      method=method.name, config_hash=run_hash,
-                                     semaphore=particle_semaphore)
+                                     semaphore=particle_semaphore, selection=comps.selection)
                 error = task_failure(res)
             except Exception as err:  # the task failed; the others go on
                 error = " ".join(f"{type(err).__name__}: {err}".split())
@@ -259,15 +288,20 @@ async def run_methods(cfg: RunConfig, *, progress: bool = True,
 
 
 def _method_run_config(cfg: RunConfig, m: MethodConfig) -> dict[str, Any]:
-    """What determines a (method) results file's content: env, prior, method (not seeds/paths)."""
-    return {"env": cfg.env.model_dump(mode="json"), "prior": cfg.prior.model_dump(mode="json"),
-            "method": m.model_dump(mode="json")}
+    """What determines a (method) results file's content: env, prior, method, and the
+    selection value when there is one (not seeds/paths)."""
+    out = {"env": cfg.env.model_dump(mode="json"), "prior": cfg.prior.model_dump(mode="json"),
+           "method": m.model_dump(mode="json")}
+    sel = selection_config(cfg)
+    if sel is not None:  # only then, so results written without one keep their hash
+        out["selection"] = sel.model_dump(mode="json")
+    return out
 
 
 def summarise(results: Mapping[str, Sequence[TaskResult]],
               failed: Mapping[str, Sequence[Mapping[str, Any]]] | None = None
               ) -> list[dict[str, Any]]:
-    """Per-method rows: mean and s.e. over all (task, seed) results of each metric.
+    """Per-method rows: mean and s.e. over tasks (seeds averaged within a task) of each metric.
 
     ``failed`` (keyed like ``results``) adds each method's count of failed (task, seed) runs;
     they are not in the means. A method whose every task failed still gets a row.
@@ -285,20 +319,37 @@ def summarise(results: Mapping[str, Sequence[TaskResult]],
         row: dict[str, Any] = {"method": name, "tasks": len({r.task_id for r in rs}),
                                "runs": len(rs), "failed": n_failed.get(name, 0)}
         for k in METRICS:
-            row[k], row[k + "_se"] = mean_and_se([r.metrics[k] for r in rs])
+            row[k], row[k + "_se"] = task_mean_se(
+                [(r.task_id, r.metrics.get(k, math.nan)) for r in rs])
         row["tokens_per_task"] = sum(r.usage.total_tokens for r in rs) / max(len(rs), 1)
         row["cost_per_task"] = sum(r.usage.cost_usd for r in rs) / max(len(rs), 1)
-        row["log_z"] = mean_and_se([r.metrics["log_z"] for r in rs])[0]
+        row["log_z"] = task_mean_se([(r.task_id, r.metrics["log_z"]) for r in rs])[0]
         rows.append(row)
     return rows
 
 
+def write_summary(cfg: RunConfig, outcome: RunOutcome, wall_s: float) -> list[dict[str, Any]]:
+    """``<out_dir>/summary.json`` of a run (config, :func:`summarise` rows, failed count, wall
+    seconds) -- the file ``amc results-doc`` reads; returns the rows."""
+    rows = summarise(outcome.results, outcome.failed)
+    write_json_atomic(Path(cfg.out_dir or ".") / "summary.json",
+                      {"config": cfg.model_dump(mode="json"), "methods": rows,
+                       "failed_tasks": outcome.n_failed, "wall_s": round(wall_s, 3)})
+    return rows
+
+
+def _pm(mean: float | None, se: float | None) -> str:
+    """``mean ± s.e.``; ``n/a`` when not measured; the mean alone when there is no s.e."""
+    if mean is None or math.isnan(mean):
+        return "n/a"
+    return f"{mean:.3f}" if se is None or math.isnan(se) else f"{mean:.3f} ± {se:.3f}"
+
+
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """A plain-text table of :func:`summarise` rows."""
-    head = ["method", "tasks", "failed", "oracle best", "selected", "weighted mean", "success",
-            "tokens/task", "$/task"]
+    head = ["method", "tasks", "failed", *LABELS, "tokens/task", "$/task"]
     body = [[r["method"], str(r["tasks"]), str(r.get("failed", 0)),
-             *(f"{r[k]:.3f} ± {r[k + '_se']:.3f}" for k in METRICS),
+             *(_pm(r.get(k), r.get(k + "_se")) for k in METRICS),
              f"{r['tokens_per_task']:.0f}", f"{r['cost_per_task']:.4f}"] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)

@@ -11,6 +11,10 @@
    on the same server; goal <= 4 at N = 15 with the C++ server, on 2 cores), completion
    tokens per second in total, and the prefix-cache hit rate (prompt tokens the server did
    not recompute, from ``usage.prompt_tokens_details.cached_tokens``).
+   Where the time goes (C++ server): the server's own timings (``/completion``) give its
+   prefill rate (a fresh prompt, nothing cached) and its decoding rate with 1 and with N
+   sequences in the batch; with the uncached prompt tokens a particle brings per step (from
+   the step runs) they predict step / call from throughput alone.
 3. Order independence (C++ server): the same (prompt, seed) sampled alone and in a batch with
    other prompts; how many completions are identical.
 
@@ -130,9 +134,14 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+PerCall = dict[tuple[str, int], tuple[float, float]]
+"""(server, N) -> (uncached prompt tokens, completion tokens) per proposal."""
+
+
 async def servers(ns: tuple[int, ...], steps: int, backends: tuple[str, ...],
-                  python_ns: tuple[int, ...]) -> list[list[object]]:
+                  python_ns: tuple[int, ...]) -> tuple[list[list[object]], PerCall]:
     rows: list[list[object]] = []
+    per_call: PerCall = {}
     cache = Path(__file__).resolve().parent.parent / ".cache"
     for backend in backends:
         with EmbeddedServer("gemma-3-270m", backend=backend, parallel=max(ns),  # type: ignore[arg-type]
@@ -145,20 +154,80 @@ async def servers(ns: tuple[int, ...], steps: int, backends: tuple[str, ...],
                 walls, used = await smc_steps(p, n, steps)
                 step = statistics.mean(walls)
                 call = step if n == 1 else call
+                calls = n * steps
+                per_call[(backend, n)] = ((used.prompt_tokens - used.cached_tokens) / calls,
+                                          used.completion_tokens / calls)
                 rows.append([backend, n, f"{step:.2f}", f"{step / call:.2f}" if call else "",
                              f"{used.completion_tokens / sum(walls):.1f}",
                              "not reported" if backend == "python" else
                              f"{used.cached_tokens / max(1, used.prompt_tokens):.0%}",
                              f"{rss_mb(srv.proc.pid):.0f}" if srv.proc else ""])
             await p.aclose()
-    return rows
+    return rows, per_call
+
+
+async def completion(client: httpx.AsyncClient, url: str, prompt: str, n_predict: int,
+                     cache: bool, seed: int) -> dict[str, float]:
+    """One ``/completion`` call of llama-server; its ``timings`` (ms, token counts)."""
+    r = await client.post(url, json={"prompt": prompt, "n_predict": n_predict, "seed": seed,
+                                     "cache_prompt": cache, "ignore_eos": True,
+                                     "temperature": 1.0})
+    r.raise_for_status()
+    return dict(r.json()["timings"])
+
+
+async def time_budget(n: int, decode_tokens: int = 32) -> dict[str, float]:
+    """llama-server's prefill tokens/s (fresh prompt) and decoding tokens/s at batch 1 and n."""
+    from amc.priors.prompts import completion_prompt
+
+    cache = Path(__file__).resolve().parent.parent / ".cache"
+    prompt = completion_prompt(H, "textcraft", "menu")
+    with EmbeddedServer("gemma-3-270m", backend="cpp", parallel=n, cache_dir=cache) as srv:
+        url = f"http://127.0.0.1:{srv.port}/completion"
+        async with httpx.AsyncClient(timeout=600) as c:
+            pre = [await completion(c, url, f"{i}\n{prompt}", 1, False, i) for i in range(3)]
+            out: dict[str, float] = {
+                "prompt_tokens": pre[0]["prompt_n"],
+                "prefill_tps": statistics.median(t["prompt_per_second"] for t in pre)}
+            for b in (1, n):
+                # every slot of the batch gets the prompt cached first: only decoding is timed
+                await asyncio.gather(*(completion(c, url, prompt, 1, True, i) for i in range(b)))
+                ts = await asyncio.gather(*(completion(c, url, prompt, decode_tokens, True, i)
+                                            for i in range(b)))
+                # the b sequences decode together: the batch lasts about the longest decoding
+                decoding_s = max(t["predicted_ms"] for t in ts) / 1000
+                out[f"decode_tps_{b}"] = sum(t["predicted_n"] for t in ts) / decoding_s
+    return out
+
+
+def floor_line(budget: dict[str, float], rows: list[list[object]], n: int,
+               uncached: dict[int, float], completion_per_call: dict[int, float]) -> str:
+    """Step / call that the server's rates predict, beside the measured one."""
+    def cost(k: int, rate: float) -> float:
+        return (k * uncached[k] / budget["prefill_tps"]
+                + k * completion_per_call[k] / rate)
+    floor = cost(n, budget[f"decode_tps_{n}"]) / cost(1, budget["decode_tps_1"])
+    measured = next((r[3] for r in rows if r[0] == "cpp" and r[1] == n), "n/a")
+    return (f"Where the time goes (cpp): prefill {budget['prefill_tps']:.0f} prompt tokens/s "
+            f"(a fresh {budget['prompt_tokens']:.0f}-token menu prompt), decoding "
+            f"{budget['decode_tps_1']:.1f} tokens/s with 1 sequence and "
+            f"{budget[f'decode_tps_{n}']:.1f} with {n} in the batch. Per particle and step the "
+            f"server had to prefill {uncached[n]:.0f} uncached prompt tokens (N = {n}; "
+            f"{uncached[1]:.0f} at N = 1) and decode {completion_per_call[n]:.1f} tokens: these "
+            f"rates predict a step of {n} at about {floor:.1f}x a call (measured: {measured}). "
+            f"A batch of {n} decodes {budget[f'decode_tps_{n}'] / budget['decode_tps_1']:.1f}x "
+            f"as fast as one sequence (it would be near {n}x if decoding were bound by reading "
+            f"the weights): on {os.cpu_count()} cores batching gains little, so a step of {n} "
+            f"cannot come near one call's time. "
+            f"The uncached tokens are the particle's own new history and the action menu after "
+            f"it, which no prefix cache can share between particles.")
 
 
 async def order_independence(reps: int, batch: int) -> tuple[int, int]:
     """How often a (prompt, seed) gives the same text alone and amid ``batch - 1`` others."""
     cache = Path(__file__).resolve().parent.parent / ".cache"
     same = 0
-    with EmbeddedServer("gemma-3-270m", parallel=batch, cache_dir=cache) as srv:
+    with EmbeddedServer("gemma-3-270m", backend="cpp", parallel=batch, cache_dir=cache) as srv:
         p = EmbeddedPrior(EmbeddedOptions(base_url=srv.url, cache=False, max_in_flight=batch),
                           env="textcraft")
         for r in range(reps):
@@ -173,6 +242,15 @@ async def order_independence(reps: int, batch: int) -> tuple[int, int]:
             same += turns[-1].raw_text == alone.raw_text
         await p.aclose()
     return same, reps
+
+
+def speedups(rows: list[list[object]]) -> str:
+    """One line: cpp's total completion tokens/s over python's, per N both measured."""
+    rate = {(str(r[0]), int(str(r[1]))): float(str(r[4])) for r in rows}
+    parts = [f"N = {n}: {rate[('cpp', n)] / rate[('python', n)]:.1f}x"
+             for (b, n) in rate if b == "cpp" and ("python", n) in rate and rate[("python", n)]]
+    return ("Total completion tokens/s, cpp over python (goal >= 3x): " + ", ".join(parts)
+            + ".") if parts else ""
 
 
 def negated(u: Usage) -> Usage:
@@ -204,7 +282,8 @@ def main() -> None:
         ns = tuple(int(n) for n in args.ns.split(","))
         backends = tuple(args.servers.split(","))
         python_ns = tuple(int(n) for n in (args.python_ns or args.ns).split(","))
-        emb = asyncio.run(servers(ns, args.steps, backends, python_ns))
+        emb, per_call = asyncio.run(servers(ns, args.steps, backends, python_ns))
+        budget = asyncio.run(time_budget(max(ns))) if "cpp" in backends else None
         same, reps = (asyncio.run(order_independence(args.order_reps, max(ns)))
                       if "cpp" in backends and args.order_reps else (0, 0))
         body += [
@@ -221,6 +300,13 @@ def main() -> None:
             "",
             md_table(["server", "N", "step (s)", "step / call", "completion tok/s (total)",
                       "prefix hit", "RSS (MB)"], emb),
+            "",
+            speedups(emb),
+            "",
+            floor_line(budget, emb, max(ns),
+                       {n: per_call[("cpp", n)][0] for n in (1, max(ns))},
+                       {n: per_call[("cpp", n)][1] for n in (1, max(ns))})
+            if budget and ("cpp", 1) in per_call else "",
             "",
             f"Order independence (cpp, {max(ns)} slots): the same (prompt, seed) sampled alone "
             f"and again amid {max(ns) - 1} other concurrent prompts gave the same completion in "

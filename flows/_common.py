@@ -16,6 +16,7 @@ DVC calls are serialised by a file lock (DVC refuses concurrent processes in one
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -27,6 +28,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from amc.pipeline.params import PipelineParams, load_params, overrides_tag
+
+DATA_EVAL_LIMIT = "amc-data-eval"
+"""Global concurrency limit (1 slot) held while a flow writes ``evaluate.out_dir``."""
 
 
 def params(path: str, overrides: Sequence[str] = ()) -> PipelineParams:
@@ -117,7 +121,8 @@ def eval_table(ev: dict[str, Any]) -> list[dict[str, Any]]:
     """Rows of the per-method evaluation table artifact."""
     return [{"method": s, "role": m["role"], "N": m["n"], "tasks": m["tasks"],
              "success": round(m["success"], 4), "success_se": round(m["success_se"], 4),
-             "selected_reward": round(m["selected_reward"], 4),
+             "deployable_reward": round(m.get("deployable_reward", math.nan), 4),
+             "max_weight_reward": round(m["max_weight_reward"], 4),
              "oracle_best": round(m["oracle_best"], 4),
              "tokens_per_task": round(m["tokens_per_task"], 1)}
             for s, m in ev["methods"].items()]
@@ -129,12 +134,12 @@ def eval_markdown(ev: dict[str, Any], plots_dir: str | None = None) -> str:
     lines = [f"# AMC evaluation: {ev.get('env')} ({ev['status']})", "",
              f"- tasks: {ev.get('n_tasks')}, seeds: {ev.get('seeds')}, N grid: {ev.get('n_grid')}",
              f"- challenger: {models.get('challenger')}", f"- champion: {models.get('champion')}",
-             "", "| method | N | success | selected reward | oracle best | tokens/task |",
-             "|---|---|---|---|---|---|"]
+             "", "| method | N | success | deployable | oracle best | max weight (uses R) | "
+             "tokens/task |", "|---|---|---|---|---|---|---|"]
     for r in eval_table(ev):
         lines.append(f"| {r['method']} | {r['N']} | {r['success']:.3f} ± {r['success_se']:.3f}"
-                     f" | {r['selected_reward']:.3f} | {r['oracle_best']:.3f} |"
-                     f" {r['tokens_per_task']:.0f} |")
+                     f" | {r['deployable_reward']:.3f} | {r['oracle_best']:.3f} |"
+                     f" {r['max_weight_reward']:.3f} | {r['tokens_per_task']:.0f} |")
     if ev.get("problems"):
         lines += ["", "Problems: " + "; ".join(ev["problems"])]
     if plots_dir:

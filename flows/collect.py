@@ -5,32 +5,43 @@ disk) running :func:`amc.pipeline.collect.collect` on every K-th task, with the 
 as plain asyncio inside the task. The shards run on the configured task runner (thread pool,
 or Dask for a cluster); a last task merges them and records the stage
 (:func:`amc.pipeline.collect.finish`: manifest + MLflow run), as ``dvc repro`` does, then the
-outputs are recorded in ``dvc.lock`` (:func:`flows._common.record`).
+outputs are recorded in ``dvc.lock`` (:func:`flows._common.record`). With ``rounds.enabled`` the
+flow first opens (or resumes) the round, so every shard writes the same round's directory with
+its fresh seeds.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from prefect import flow, task, unmapped
 from prefect.cache_policies import NO_CACHE
 
 from amc.pipeline import collect as stage
+from amc.pipeline import rounds
 from flows._common import default_runner, params, record, task_runner
 
 
 @task(name="collect-shard", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)
 def collect_shard(params_path: str, overrides: list[str], k: int, n_shards: int) -> str:
     """Collect shard k of K; returns its directory."""
-    p = params(params_path, overrides)
+    p = stage.stage_params(params(params_path, overrides))  # the open round's dir and seeds
     res = stage.collect(p, shard=(k, n_shards), progress=False)
     return str(res.out_dir)
 
 
+@task(name="open-round", retries=1, cache_policy=NO_CACHE)
+def open_round(params_path: str, overrides: list[str]) -> int | None:
+    """Open (or resume) the round before the shards fan out; its number (None: no rounds)."""
+    p = params(params_path, overrides)
+    return int(rounds.open_round(p)["round"]) if rounds.enabled(p) else None
+
+
 @task(name="collect-merge", retries=1, cache_policy=NO_CACHE)
-def merge(params_path: str, overrides: list[str]) -> str:
+def merge(params_path: str, overrides: list[str], started: float | None = None) -> str:
     """Merge the shards into the canonical files; returns the manifest path."""
-    res = stage.finish(params(params_path, overrides))
+    res = stage.finish(params(params_path, overrides), started)
     return str(res.out_dir / stage.MANIFEST)
 
 
@@ -39,11 +50,15 @@ def collect_flow(params_path: str = "params.yaml", overrides: list[str] | None =
                  shards: int | None = None) -> str:
     """Collect trajectories; returns the path of ``manifest.json``."""
     ov = list(overrides or [])
+    started = time.time()  # the MLflow run of the collection starts here
     n = shards or params(params_path, ov).flows.collect_shards
+    r = open_round(params_path, ov)
+    if r is not None:
+        print(f"round {r}")
     futures = collect_shard.map(unmapped(params_path), unmapped(ov), list(range(n)),
                                 unmapped(n))
     futures.result()  # raises if any shard failed after its retries
-    manifest = merge(params_path, ov)
+    manifest = merge(params_path, ov, started)
     record("collect", params_path, ov)
     print(f"collect done: {manifest}")
     return manifest

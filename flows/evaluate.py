@@ -12,14 +12,24 @@ evaluation is published as a markdown report and a table artifact (keys ``amc-ev
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from prefect import flow, task, unmapped
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.concurrency.sync import concurrency
 
 from amc.pipeline import evaluate as lib
-from flows._common import default_runner, eval_markdown, eval_table, params, record, task_runner
+from flows._common import (
+    DATA_EVAL_LIMIT,
+    default_runner,
+    eval_markdown,
+    eval_table,
+    params,
+    record,
+    task_runner,
+)
 
 
 @task(name="evaluate-plan", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)
@@ -39,11 +49,12 @@ def run_unit(params_path: str, overrides: list[str], unit: tuple[str, int]) -> s
 
 
 @task(name="evaluate-finalize", cache_policy=NO_CACHE)
-def finalize(params_path: str, overrides: list[str], error: str | None = None) -> dict[str, Any]:
+def finalize(params_path: str, overrides: list[str], error: str | None = None,
+             started: float | None = None) -> dict[str, Any]:
     """Check completeness, write the record, log the MLflow run, publish artifacts."""
     p = params(params_path, overrides)
     ev = lib.finalize(p, error=error)
-    lib.log_run(p, ev)
+    lib.log_run(p, ev, started)
     create_markdown_artifact(key="amc-evaluation", markdown=eval_markdown(ev),
                              description=f"AMC evaluation ({ev['status']})")
     if ev["methods"]:
@@ -53,10 +64,35 @@ def finalize(params_path: str, overrides: list[str], error: str | None = None) -
 
 
 @flow(name="amc-evaluate", log_prints=True, task_runner=default_runner())
-def evaluate_flow(params_path: str = "params.yaml", overrides: list[str] | None = None
-                  ) -> str:
-    """Evaluate every method; returns the path of the record (raises unless complete)."""
+def evaluate_flow(params_path: str = "params.yaml", overrides: list[str] | None = None,
+                  monitor_drift: bool = False) -> str:
+    """Evaluate every method; returns the path of the record (raises unless complete).
+
+    ``monitor_drift`` (the scheduled deployment sets it; ``drift.enabled`` too) then checks
+    the champion against fresh rollouts of the current prior (:mod:`flows.drift`).
+
+    Holds a slot of the global concurrency limit ``amc-data-eval`` (created by
+    ``flows.deploy``) while it writes ``evaluate.out_dir``: the scheduled evaluation and the
+    retraining flow's evaluation never write ``data/eval`` at the same time.
+    """
     ov = list(overrides or [])
+    with concurrency(DATA_EVAL_LIMIT, occupy=1):
+        ev = _evaluate(params_path, ov)
+    if ev["status"] != "complete":
+        raise RuntimeError(f"evaluation {ev['status']}: {ev.get('error') or ev['problems'][:3]}")
+    record("evaluate", params_path, ov)
+    p = params(params_path, ov)
+    path = str(lib.record_path(p))
+    print(json.dumps({s: round(m["success"], 3) for s, m in ev["methods"].items()}))
+    if monitor_drift and p.drift.enabled:
+        from flows.drift import drift_flow
+
+        drift_flow(params_path, ov)
+    return path
+
+
+def _evaluate(params_path: str, ov: list[str]) -> dict[str, Any]:
+    started = time.time()  # the MLflow run of the evaluation starts here
     units = plan(params_path, ov)
     futures = run_unit.map(unmapped(params_path), unmapped(ov), units)
     errors = []
@@ -65,13 +101,7 @@ def evaluate_flow(params_path: str = "params.yaml", overrides: list[str] | None 
             f.result()
         except Exception as err:  # every unit still gets its chance; failures are recorded
             errors.append(f"{type(err).__name__}: {err}")
-    ev = finalize(params_path, ov, "; ".join(errors)[:1000] or None)
-    if ev["status"] != "complete":
-        raise RuntimeError(f"evaluation {ev['status']}: {ev.get('error') or ev['problems'][:3]}")
-    record("evaluate", params_path, ov)
-    path = str(lib.record_path(params(params_path, ov)))
-    print(json.dumps({s: round(m["success"], 3) for s, m in ev["methods"].items()}))
-    return path
+    return finalize(params_path, ov, "; ".join(errors)[:1000] or None, started)
 
 
 def configured(params_path: str = "params.yaml", overrides: list[str] | None = None) -> Any:

@@ -18,33 +18,12 @@ if [ "${AMC_SKIP_LLAMA:-0}" != "1" ] && ! .venv/bin/python -c 'import llama_cpp.
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 \
     .venv/bin/pip install -q --no-cache-dir 'llama-cpp-python[server]==0.3.36'
 fi
-# llama.cpp's own C++ server (batched parallel slots, prefix reuse) for the embedded prior, built
-# from the llama.cpp vendored in the same pinned, sha256-checked llama-cpp-python sdist. Only the
-# server target, portable flags (GGML_NATIVE=OFF: the native build dies with SIGILL on AMX CPUs),
-# into the ignored build/llama.cpp; skipped when the binary is there. Opt-in (AMC_LLAMA_SERVER=1)
-# until its build and speed are measured on a quiet machine (the embedded default is the Python
-# server; the C++ one is selected with prior.options.server=cpp).
-LLAMA_SDIST=llama_cpp_python-0.3.36.tar.gz
-LLAMA_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
-LLAMA_DIR=build/llama.cpp
-if [ "${AMC_LLAMA_SERVER:-0}" = "1" ] && [ ! -x "$LLAMA_DIR/bin/llama-server" ]; then
-  mkdir -p "$LLAMA_DIR"
-  if ! echo "$LLAMA_SHA256  $LLAMA_DIR/$LLAMA_SDIST" | sha256sum -c --status 2>/dev/null; then
-    .venv/bin/pip download -q --no-deps --no-binary :all: -d "$LLAMA_DIR" \
-      'llama-cpp-python==0.3.36'
-    echo "$LLAMA_SHA256  $LLAMA_DIR/$LLAMA_SDIST" | sha256sum -c --quiet
-  fi
-  [ -d "$LLAMA_DIR/src/vendor/llama.cpp" ] || { mkdir -p "$LLAMA_DIR/src" && \
-    tar xzf "$LLAMA_DIR/$LLAMA_SDIST" -C "$LLAMA_DIR/src" --strip-components=1; }
-  cmake -S "$LLAMA_DIR/src/vendor/llama.cpp" -B "$LLAMA_DIR/cmake" -DCMAKE_BUILD_TYPE=Release \
-    -DGGML_NATIVE=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-    -DBUILD_SHARED_LIBS=OFF >/dev/null
-  cmake --build "$LLAMA_DIR/cmake" --target llama-server -j "${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
-    >/dev/null
-  "$LLAMA_DIR/cmake/bin/llama-server" --version >/dev/null 2>&1  # runs on this CPU
-  mkdir -p "$LLAMA_DIR/bin" && cp "$LLAMA_DIR/cmake/bin/llama-server" "$LLAMA_DIR/bin/"
-  rm -rf "$LLAMA_DIR/cmake" "$LLAMA_DIR/src"  # 0.4 GB of objects; llama/ggml are linked in
+# llama.cpp's own C++ server (batched parallel slots, prefix reuse) for the embedded prior:
+# scripts/build_llama_server.sh (pinned source, portable flags, cached: a no-op when built).
+# Opt-in (AMC_LLAMA_SERVER=1) until its build time and speed are measured on a quiet machine
+# (the embedded default is the Python server; prior.options.server=cpp selects the C++ one).
+if [ "${AMC_LLAMA_SERVER:-0}" = "1" ]; then
+  bash scripts/build_llama_server.sh
 fi
 # SmolLM2-135M, the faster embedded model: only its GGUF file is used, so no dependencies
 # (the package's own deps would pull the `llm` CLI and a native llama.cpp build).

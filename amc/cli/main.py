@@ -1,9 +1,9 @@
 """The ``amc`` application: built here, in one place, from the command modules.
 
 Each command module (:mod:`.run`, :mod:`.envs`, :mod:`.fetch`, :mod:`.priors`, :mod:`.value`,
-:mod:`.pipeline`) defines plain functions and knows nothing of the application; this module
-attaches them. Imports point one way only (``main`` -> command modules -> :mod:`.errors`), so
-there is no import circle and no second ``__main__`` module.
+:mod:`.pipeline`, :mod:`.grpo`) defines plain functions and knows nothing of the application;
+this module attaches them. Imports point one way only (``main`` -> command modules ->
+:mod:`.errors`), so there is no import circle and no second ``__main__`` module.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from amc.cli import envs, fetch, pipeline, priors, run, value
+from amc.cli import envs, fetch, grpo, pipeline, priors, run, value
 
 app = typer.Typer(
     name="amc",
@@ -64,6 +64,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "promote": pipeline.promote_cmd,
     "report": pipeline.report_cmd,
     "results-doc": pipeline.results_doc_cmd,
+    "grpo": grpo.grpo_cmd,
 }
 """Top-level commands by name (``amc <name>``)."""
 

@@ -85,15 +85,30 @@ def results_doc_cmd(
         [], "--extra", help="TITLE=PATH: add a configuration run by `amc run` (its "
         "summary.json) as its own section (repeatable)."),
     intro: str | None = typer.Option(None, help="Paragraph under the title."),
+    grpo: str | None = typer.Option(
+        None, "--grpo", help="FROZEN,POLICY,METRICS: summary.json of `amc run` with the frozen "
+        "prior, the same with the GRPO policy, and `amc grpo`'s metrics.json (Table 11)."),
+    summary_path: Path | None = typer.Option(
+        None, "--summary", help="Pipeline summary to read instead of report.summary_file "
+        "(e.g. docs/results-assets/summary.json: regenerate from the committed copies)."),
+    plots: Path | None = typer.Option(
+        None, "--plots-dir", help="Plots to include instead of report.plots_dir."),
 ) -> None:
     """Generate docs/results.md (tables, plots, reading) from the report's metrics."""
     from amc.pipeline.results_doc import write_results_doc
 
     p = _load(params, set_)
-    summary_file = Path(p.report.summary_file)
+    summary_file = summary_path or Path(p.report.summary_file)
     summary: Path | None = summary_file
+    grpo_paths = None
+    if grpo is not None:
+        grpo_paths = tuple(Path(x) for x in grpo.split(","))
+        if len(grpo_paths) != 3 or not all(x.is_file() for x in grpo_paths):
+            raise ValueError(f"--grpo {grpo!r}: need FROZEN,POLICY,METRICS of existing files")
+    if summary_path is not None and not summary_path.is_file():
+        raise FileNotFoundError(f"--summary {summary_path}: file not found")
     if not summary_file.is_file():
-        if not extra:
+        if not extra and grpo_paths is None:
             raise FileNotFoundError(f"{summary_file} not found: run `amc report` first (or give "
                                     "--extra TITLE=PATH for runs of `amc run`)")
         summary = None
@@ -103,6 +118,7 @@ def results_doc_cmd(
         if not sep or not sec_title or not Path(path).is_file():
             raise ValueError(f"--extra {item!r}: need TITLE=PATH of an existing summary.json")
         sections.append((sec_title, path))
-    written = write_results_doc(summary, p.report.plots_dir, out, title=title,
-                                extra=sections, intro=intro)
+    written = write_results_doc(summary, plots or p.report.plots_dir, out, title=title,
+                                extra=sections, intro=intro,
+                                grpo=grpo_paths)  # type: ignore[arg-type]  # 3 checked above
     typer.echo(f"wrote {written}")

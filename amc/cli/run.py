@@ -18,13 +18,12 @@ import typer
 
 from amc.cli.errors import friendly_errors
 from amc.config import load_run_config
-from amc.results import write_json_atomic
 from amc.runner import (
     TasksFailed,
     format_table,
     resolve_methods,
     run_methods,
-    summarise,
+    write_summary,
 )
 
 
@@ -98,14 +97,9 @@ def run_cmd(
         failure = None
     except TasksFailed as err:  # the other tasks finished: summarise them, then exit 1
         outcome, failure = err.outcome, str(err)
-    rows = summarise(outcome.results, outcome.failed)
-    out_dir = Path(cfg.out_dir or ".")
-    write_json_atomic(out_dir / "summary.json",
-                      {"config": cfg.model_dump(mode="json"), "methods": rows,
-                       "failed_tasks": outcome.n_failed,
-                       "wall_s": round(time.perf_counter() - started, 3)})
+    rows = write_summary(cfg, outcome, time.perf_counter() - started)
     typer.echo(format_table(rows))
-    typer.echo(f"\nresults: {out_dir}")
+    typer.echo(f"\nresults: {Path(cfg.out_dir or '.')}")
     if failure is not None:
         typer.echo(f"error: {failure}", err=True)
         raise typer.Exit(1)

@@ -12,20 +12,25 @@ ends by writing ``manifest.json`` (atomically): files, tasks, records per seed a
 every (task, seed) is present exactly once.
 
 :func:`run` is the stage (``python -m amc.pipeline.collect``, ``amc collect``, the flow): the
-collection inside an MLflow run of experiment ``amc-collect``. The configuration is validated
-before any stale file is deleted, so a bad override never costs finished rollouts.
+collection, recorded as an MLflow run of experiment ``amc-collect`` that lasts as long as the
+collection did. With ``rounds.enabled`` it first opens (or resumes) the round and collects into
+the round's own directory with the round's fresh seeds (:mod:`amc.pipeline.rounds`). The
+configuration is validated before any stale file is deleted, so a bad override never costs
+finished rollouts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import shutil
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from amc.config import RunConfig, config_hash
+from amc.pipeline import rounds
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, check_components, stage_main
 from amc.registry import ENVIRONMENTS
@@ -162,31 +167,53 @@ def write_manifest(p: PipelineParams) -> CollectResult:
     return CollectResult(cfg.out_dir, files, len(tasks), total, complete)
 
 
-def _record(p: PipelineParams, res: CollectResult, tags: dict[str, str] | None = None) -> None:
-    """The MLflow run of a collection; raises when it is not complete."""
+def _record(p: PipelineParams, res: CollectResult, tags: dict[str, str] | None = None, *,
+            started: float | None = None) -> None:
+    """The MLflow run of a collection (and the round's ledger step); raises when incomplete.
+
+    ``p`` is the collection's own params (:func:`stage_params`); ``started`` back-dates the
+    run to when the collection began.
+    """
     import mlflow
 
+    r = rounds.active_round(p)
     shared = {k: getattr(p, k).model_dump(mode="json") for k in ("env", "prior", "smc")}
     with stage_run("collect", params={**shared, "collect": p.collect.model_dump(mode="json")},
-                   uri=p.mlflow_uri, tags=tags):
+                   uri=p.mlflow_uri, tags=tags, round_=r, started=started,
+                   detail=f"{res.records} records"):
         mlflow.log_metrics({"tasks": res.tasks, "records": res.records,
                             "complete": float(res.complete)})
         mlflow.log_artifact(str(res.out_dir / MANIFEST))
+    if r is not None and res.complete:
+        rounds.record_step(p, r, "collect", {
+            "dir": str(res.out_dir), "seeds": list(p.collect.seeds), "tasks": res.tasks,
+            "records": res.records, "files": [f.name for f in res.files]})
     if not res.complete:
         raise RuntimeError(f"collect incomplete: see {res.out_dir / MANIFEST}")
 
 
+def stage_params(p: PipelineParams) -> PipelineParams:
+    """The params the collection runs with: the open round's directory and seeds with rounds
+    (:func:`amc.pipeline.rounds.collect_params`), ``p`` itself without."""
+    return rounds.collect_params(p)
+
+
 def run(p: PipelineParams, *, progress: bool = False) -> CollectResult:
-    """The stage: collect (resuming), record the run in ``amc-collect``."""
-    res = collect(p, progress=progress)
-    _record(p, res)
+    """The stage: open (or resume) the round, collect (resuming), record ``amc-collect``."""
+    if rounds.enabled(p):
+        rounds.open_round(p)
+    cp = stage_params(p)
+    started = time.time()
+    res = collect(cp, progress=progress)
+    _record(cp, res, started=started)
     return res
 
 
-def finish(p: PipelineParams) -> CollectResult:
+def finish(p: PipelineParams, started: float | None = None) -> CollectResult:
     """The stage after a sharded collection (Prefect): merge shards, manifest, record."""
-    res = merge_shards(p)
-    _record(p, res, {"amc.sharded": "true"})
+    cp = stage_params(p)
+    res = merge_shards(cp)
+    _record(cp, res, {"amc.sharded": "true"}, started=started)
     return res
 
 

@@ -5,15 +5,18 @@ One row per visited state of every rollout in ``collect.out_dir`` (the files its
 (:func:`amc.value.data.build_dataset`); tasks, not rows, are split into train/validation so no
 task leaks across. The dataset directory also gets ``source.json``: the environment and prior
 that produced the rollouts, so that training can refuse a dataset of another benchmark
-(trajectories of one environment must never train the model registered for another).
+(trajectories of one environment must never train the model registered for another) and, with
+rounds, the round it belongs to and the rounds it was built from (``rounds.window``).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
+from amc.pipeline import rounds
 from amc.pipeline.collect import MANIFEST
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, stage_main
@@ -25,9 +28,25 @@ def collected_files(p: PipelineParams) -> tuple[dict[str, Any], list[Path]]:
     """The collect manifest and its trajectory files; error on a mismatch with ``p``.
 
     A manifest of another environment or prior (e.g. a synthetic run that wrote into the
-    default folder) or an incomplete collection is refused.
+    default folder) or an incomplete collection is refused. With rounds, the manifests of the
+    window's rounds are combined (``round``: the newest, ``rounds``: all of them).
     """
-    src = p.collect.out_dir
+    r = rounds.active_round(p)
+    if r is None and rounds.enabled(p):
+        raise FileNotFoundError(f"no round in {p.rounds.ledger_dir}: run the collect stage first")
+    if r is None:
+        return _manifest_files(p, p.collect.out_dir)
+    merged: dict[str, Any] = {"records": 0, "round": r, "rounds": rounds.window(p, r)}
+    files: list[Path] = []
+    for x in merged["rounds"]:
+        manifest, fs = _manifest_files(p, rounds.round_dir(p, x))
+        merged.update({k: manifest[k] for k in ("env", "prior", "split")})
+        merged["records"] += manifest["records"]
+        files += fs
+    return merged, files
+
+
+def _manifest_files(p: PipelineParams, src: Path) -> tuple[dict[str, Any], list[Path]]:
     path = src / MANIFEST
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: run the collect stage first")
@@ -57,20 +76,30 @@ def run(p: PipelineParams) -> dict[str, Any]:
 
     from amc.value.data import build_dataset, read_trajectories
 
+    started = time.time()
     manifest, files = collected_files(p)
     opts = options(p)  # before writing: a bad section must not leave a half-written dataset
     out = p.dataset.out_dir
     card = build_dataset(read_trajectories([str(f) for f in files]), out, opts)
     source = {"env": manifest["env"], "prior": manifest["prior"], "split": manifest["split"],
-              "records": manifest["records"], "content_hash": card["content_hash"]}
+              "records": manifest["records"], "content_hash": card["content_hash"],
+              "round": manifest.get("round"), "rounds": manifest.get("rounds")}
     (out / SOURCE).write_text(json.dumps(source, indent=2) + "\n")
+    r = source["round"]
     with stage_run("dataset", params={"env": {"name": p.env.name},
-                                      "dataset": p.dataset.model_dump(mode="json")},
-                   inputs=[str(p.collect.out_dir)], uri=p.mlflow_uri,
-                   tags={"dataset_hash": card["content_hash"]}):
+                                      "dataset": p.dataset.model_dump(mode="json"),
+                                      "rounds": p.rounds.model_dump(mode="json")},
+                   inputs=[str(p.collect.out_dir)], uri=p.mlflow_uri, round_=r,
+                   started=started, detail=f"dataset {card['content_hash'][:8]}",
+                   tags={"dataset_hash": card["content_hash"], **(
+                       {} if r is None else {"amc.rounds": json.dumps(source["rounds"])})}):
         mlflow.log_metrics({f"{split}.{k}": float(s[k]) for split, s in card["splits"].items()
                             for k in ("rows", "tasks", "trajectories")})
         mlflow.log_dict(card, "card.json")
+    if r is not None and rounds.current_round(p) is not None:
+        rounds.record_step(p, r, "dataset", {
+            "dir": str(out), "content_hash": card["content_hash"], "rounds": source["rounds"],
+            "rows": {split: s["rows"] for split, s in card["splits"].items()}})
     return card
 
 

@@ -12,9 +12,15 @@ Prefect task elsewhere. :func:`finalize` checks that every (method, seed, task) 
 exactly once with finite metrics and writes the full record ``<out_dir>/evaluation.json``
 (status ``complete``, ``incomplete`` or ``failed``, models, settings, per-method summaries) and
 the small DVC metrics file ``evaluate.metrics_file`` (numbers only: ``complete``, ``tasks``,
-``wall_s`` and ``<spec>.success`` / ``<spec>.selected_reward``, so ``dvc metrics show`` and
-``dvc exp show`` stay readable). A failed run still writes its record (status ``failed``) so
-that a later promotion refuses it.
+``wall_s`` and per spec ``success``, ``oracle_best``, ``deployable_reward`` (when measured) and
+``max_weight_reward``, so ``dvc metrics show`` and ``dvc exp show`` stay readable). Summaries
+are over tasks (seeds averaged first); the record also holds every SMC-type method's paired
+difference to Best-of-N at the same N with a 95% t interval over tasks (:func:`paired_to_bon`).
+A failed run still writes its record (status ``failed``) so that a later promotion refuses it.
+
+With ``evaluate.selection_value`` (e.g. ``challenger``) every method's pool is also scored by
+that value and its highest-scored trajectory is the *deployable* answer
+(:mod:`amc.smc.scoring`); without it the deployable metrics are NaN and left out of the checks.
 
 :func:`run` is the stage (``python -m amc.pipeline.evaluate``, ``amc evaluate``): the evaluation
 inside an MLflow run of experiment ``amc-evaluate``.
@@ -45,11 +51,16 @@ from amc.results import (
 )
 from amc.runner import METRICS, run_methods, summarise, task_list
 from amc.smc.records import TaskResult
+from amc.smc.scoring import upgrade_metric_keys
+from amc.stats import paired_difference
 
 PLAN = "plan.json"
 RECORD = "evaluation.json"
-METRICS_PER_METHOD = ("success", "selected_reward")
+METRICS_PER_METHOD = ("success", "oracle_best", "deployable_reward", "max_weight_reward")
 """The per-method numbers in the DVC metrics file (the rest is in the record and MLflow)."""
+PAIRED = ("deployable_reward", "oracle_best", "max_weight_reward", "weighted_mean_reward",
+          "success")
+"""Metrics whose paired difference to Best-of-N the record holds."""
 
 
 def resolve_alias(name: str, alias: str, uri: str | None = None) -> str | None:
@@ -136,6 +147,7 @@ def run_config(p: PipelineParams, pl: dict[str, Any], specs: Sequence[str] | Non
         env=p.env, prior=p.prior, smc=p.smc, value=e.zero_shot_value, values=values,
         methods=tuple(specs if specs is not None else [m["spec"] for m in pl["methods"]]),
         task_ids=tuple(pl["tasks"]), seeds=tuple(seeds if seeds is not None else pl["seeds"]),
+        selection_value=e.selection_value,
         max_concurrent_tasks=e.max_concurrent_tasks,
         max_concurrent_particles=e.max_concurrent_particles, out_dir=e.out_dir)
 
@@ -185,7 +197,9 @@ def load_record(p: PipelineParams) -> dict[str, Any]:
     path = record_path(p)
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: run the evaluate stage first")
-    return json.loads(path.read_text())
+    ev = json.loads(path.read_text())
+    ev["methods"] = {k: upgrade_metric_keys(m) for k, m in (ev.get("methods") or {}).items()}
+    return ev
 
 
 def mark_running(p: PipelineParams) -> None:
@@ -202,12 +216,51 @@ def flat_metrics(ev: dict[str, Any]) -> dict[str, float | int]:
                                    "wall_s": round(float(ev.get("wall_s") or 0.0), 1)}
     for spec, m in ev["methods"].items():
         for k in METRICS_PER_METHOD:
-            out[f"{spec}.{k}"] = round(float(m[k]), 4)
+            if math.isfinite(float(m.get(k, math.nan))):  # JSON has no NaN: unmeasured is absent
+                out[f"{spec}.{k}"] = round(float(m[k]), 4)
     return out
 
 
-def _finite(r: TaskResult) -> bool:
-    return all(math.isfinite(float(r.metrics.get(k, math.nan))) for k in METRICS)
+def required_metrics(p: PipelineParams) -> tuple[str, ...]:
+    """Metrics every result must have finite (deployable ones only with a selection value)."""
+    return tuple(k for k in METRICS if p.evaluate.selection_value or "deployable" not in k)
+
+
+def _finite(r: TaskResult, keys: Sequence[str]) -> bool:
+    return all(math.isfinite(float(r.metrics.get(k, math.nan))) for k in keys)
+
+
+def paired_to_bon(methods: dict[str, dict[str, Any]], results: dict[str, list[TaskResult]]
+                  ) -> dict[str, dict[str, Any]]:
+    """Every SMC-type method minus Best-of-N at the same N, paired by (task, seed).
+
+    Per metric k: ``k`` (mean over tasks of the within-task mean difference), ``k_se``,
+    ``k_lo`` / ``k_hi`` (95% t interval; None when undefined); ``runs`` pairs, ``tasks``.
+    """
+    by_spec: dict[str, dict[tuple[str, int], Any]] = {}
+    for key, rs in results.items():
+        for r in rs:
+            by_spec.setdefault(key.rsplit("#", 1)[0], {})[(r.task_id, r.seed)] = r.metrics
+    bon = {m["n"]: s for s, m in methods.items() if m["role"] == "bon"}
+    out: dict[str, dict[str, Any]] = {}
+    for spec, m in methods.items():
+        base = bon.get(m["n"])
+        if m["role"] in ("react", "bon") or base is None:
+            continue
+        a, b = by_spec.get(spec, {}), by_spec.get(base, {})
+        row: dict[str, Any] = {"method": spec, "baseline": base}
+        for k in PAIRED:
+            d = paired_difference({x: v.get(k, math.nan) for x, v in a.items()},
+                                  {x: v.get(k, math.nan) for x, v in b.items()})
+            row.update({"runs": d.pairs, "tasks": d.tasks, k: _num(d.mean),
+                        k + "_se": _num(d.se), k + "_lo": _num(d.lo), k + "_hi": _num(d.hi)})
+        out[spec] = row
+    return out
+
+
+def _num(x: float) -> float | None:
+    """JSON-safe: NaN (undefined) becomes None."""
+    return None if math.isnan(x) else float(x)
 
 
 def load_results(p: PipelineParams, pl: dict[str, Any]) -> dict[str, list[TaskResult]]:
@@ -232,7 +285,7 @@ def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
     for key, rs in results.items():
         if len(rs) != len(pl["tasks"]):
             problems.append(f"{key}: {len(rs)} of {len(pl['tasks'])} tasks")
-        bad = [r.task_id for r in rs if not _finite(r)]
+        bad = [r.task_id for r in rs if not _finite(r, required_metrics(p))]
         if bad:
             problems.append(f"{key}: non-finite metrics on tasks {bad[:5]}")
     status = "failed" if error else ("incomplete" if problems else "complete")
@@ -245,7 +298,7 @@ def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
            "prior": p.prior.name, "split": p.evaluate.split, "n_tasks": len(pl["tasks"]),
            "seeds": pl["seeds"], "n_grid": pl["n_grid"], "models": pl["models"],
            "wall_s": wall, "sessions": sessions, "config": resolved_config(p),
-           "methods": methods}
+           "methods": methods, "paired": paired_to_bon(methods, results)}
     write_json_atomic(record_path(p), out)
     write_json_atomic(p.evaluate.metrics_file, flat_metrics(out))
     return out
@@ -265,31 +318,66 @@ def metric_key(spec: str, metric: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", spec) + "." + metric
 
 
-def log_run(p: PipelineParams, ev: dict[str, Any]) -> None:
-    """Record an evaluation (per-method metrics, the record) in ``amc-evaluate``."""
+def log_run(p: PipelineParams, ev: dict[str, Any], started: float | None = None) -> None:
+    """Record an evaluation (per-method metrics, the record) in ``amc-evaluate``.
+
+    ``started`` back-dates the run to when the evaluation began. The run's inputs: the dataset
+    version the challenger was trained on (its ``dataset_dvc`` tag) and the evaluation set
+    (tasks and seeds, digest = their hash).
+    """
     import mlflow
 
+    from amc.pipeline.rounds import active_round
+
     shared = {k: getattr(p, k).model_dump(mode="json") for k in ("env", "prior", "smc")}
+    chal = (ev["models"].get("challenger") or {}).get("version")
     with stage_run("evaluate", params={**shared, "evaluate": p.evaluate.model_dump(mode="json")},
                    inputs=[str(p.collect.out_dir), str(p.train.out_dir)], uri=p.mlflow_uri,
-                   tags={"eval.status": ev["status"],
-                         "eval.challenger": str((ev["models"].get("challenger") or {})
-                                                .get("version"))}):
+                   tags={"eval.status": ev["status"], "eval.challenger": str(chal)},
+                   round_=active_round(p), started=started,
+                   detail=f"challenger v{chal} · {ev['status']}") as run:
         mlflow.log_metrics({metric_key(s, k): float(m[k]) for s, m in ev["methods"].items()
-                            for k in ("success", "selected_reward", "oracle_best",
-                                      "tokens_per_task")})
+                            for k in (*METRICS_PER_METHOD, "tokens_per_task")
+                            if math.isfinite(float(m.get(k, math.nan)))})
         mlflow.log_dict(ev, RECORD)
+    log_inputs(p, ev, run.info.run_id)
+
+
+def log_inputs(p: PipelineParams, ev: dict[str, Any], run_id: str) -> None:
+    """The evaluation run's MLflow inputs (see :func:`log_run`)."""
+    import hashlib
+
+    import mlflow
+
+    from amc.pipeline.lineage import log_dataset_input
+
+    name, chal = ev["models"].get("name"), (ev["models"].get("challenger") or {}).get("version")
+    if name and chal:
+        tags = mlflow.MlflowClient().get_model_version(name, chal).tags or {}
+        digest = tags.get("dataset_dvc") or tags.get("dataset_hash")
+        r = int(tags["amc.round"]) if "amc.round" in tags else None
+        if digest:
+            log_dataset_input(run_id, p.dataset.out_dir, digest, context="challenger-training",
+                              round_=r)
+    if not (p.evaluate.out_dir / PLAN).is_file():
+        return
+    eval_set = json.dumps({"env": ev.get("env"), "split": ev.get("split"),
+                           "tasks": load_plan(p)["tasks"], "seeds": ev.get("seeds")},
+                          sort_keys=True)
+    log_dataset_input(run_id, p.evaluate.out_dir / PLAN,
+                      hashlib.sha256(eval_set.encode()).hexdigest()[:32], context="evaluation")
 
 
 def run(p: PipelineParams, *, progress: bool = False) -> dict[str, Any]:
     """The stage: evaluate (resuming), record the run; raise unless the evaluation is complete."""
+    started = time.time()
     try:
         ev = evaluate(p, progress=progress)
     except Exception:
         if record_path(p).is_file():
-            log_run(p, load_record(p))
+            log_run(p, load_record(p), started)
         raise
-    log_run(p, ev)
+    log_run(p, ev, started)
     if ev["status"] != "complete":
         raise RuntimeError(f"evaluation {ev['status']}: {'; '.join(ev['problems'][:3])}")
     return ev

@@ -8,6 +8,12 @@ ran (``dvc.input.<path>``). ``dvc repro``
 writes a stage's lock entry as soon as it finishes, so the upstream entries are current when a
 downstream stage starts.
 
+Every run also carries ``amc.stage``, ``amc.round`` (with rounds), ``dvc.exp_name`` (under
+``dvc exp run``) and ``prefect.flow_run_id`` (inside a Prefect flow run), a readable name
+(``train r3 · dataset 1a2b3c4d``), and lasts as long as the stage's work (``started``).
+Training and evaluation log the dataset version as an MLflow input (:func:`log_dataset_input`,
+digest = the DVC hash of the dataset directory).
+
 Tracking always uses a SQLite store (``sqlite:///mlruns/mlflow.db`` unless configured):
 the plain file store refuses to start in MLflow 3.13+.
 """
@@ -15,6 +21,7 @@ the plain file store refuses to start in MLflow 3.13+.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,20 +68,108 @@ def dvc_input_hashes(inputs: Sequence[str | Path], lock: str | Path = "dvc.lock"
     return tags
 
 
+def context_tags(round_: int | None = None) -> dict[str, str]:
+    """Tags every pipeline run carries: round, DVC experiment, Prefect flow run (when any)."""
+    tags: dict[str, str] = {}
+    if round_ is not None:
+        tags["amc.round"] = str(round_)
+    if os.environ.get("DVC_EXP_NAME"):  # set by `dvc exp run`
+        tags["dvc.exp_name"] = os.environ["DVC_EXP_NAME"]
+    flow_run = prefect_flow_run_id()
+    if flow_run:
+        tags["prefect.flow_run_id"] = flow_run
+    return tags
+
+
+def prefect_flow_run_id() -> str | None:
+    """The id of the Prefect flow run this code runs in (None outside a flow run)."""
+    if "prefect" not in sys.modules and not os.environ.get("PREFECT__FLOW_RUN_ID"):
+        return None  # not imported: no flow run here (and importing prefect costs seconds)
+    try:
+        from prefect.runtime import flow_run
+    except ImportError:
+        return None
+    fid = flow_run.id
+    return str(fid) if fid else None
+
+
+def run_name(kind: str, round_: int | None = None, detail: str | None = None) -> str:
+    """A readable run name: ``train r3 · <detail>`` (``kind`` alone without round/detail)."""
+    name = kind if round_ is None else f"{kind} r{round_}"
+    return f"{name} · {detail}" if detail else name
+
+
 @contextmanager
 def stage_run(kind: str, *, params: Mapping[str, Any], inputs: Sequence[str | Path] = (),
-              uri: str | None = None, tags: Mapping[str, str] | None = None) -> Iterator[Any]:
-    """An MLflow run in the stage kind's experiment, tagged with git and DVC lineage."""
+              uri: str | None = None, tags: Mapping[str, str] | None = None,
+              round_: int | None = None, started: float | None = None,
+              detail: str | None = None) -> Iterator[Any]:
+    """An MLflow run in the stage kind's experiment, tagged with git, DVC and round lineage.
+
+    ``started`` (epoch seconds) back-dates the run's start to when the stage's work began, so
+    a run recorded after work done elsewhere (shards, Prefect tasks) still lasts as long as
+    the work did.
+    """
     import mlflow
 
-    setup(uri, EXPERIMENTS.get(kind, f"amc-{kind}"))
+    exp_id = setup(uri, EXPERIMENTS.get(kind, f"amc-{kind}"))
     from amc.tracking import flatten_params, run_tags
 
     # git_commit, git_dirty, dvc_lock_sha256 (amc.tracking) + per-input dvc.lock hashes
-    all_tags = {"amc.stage": kind, **run_tags(), **dvc_input_hashes(inputs)}
-    if os.environ.get("DVC_EXP_NAME"):  # set by `dvc exp run`
-        all_tags["dvc.exp_name"] = os.environ["DVC_EXP_NAME"]
+    all_tags = {"amc.stage": kind, **run_tags(), **dvc_input_hashes(inputs),
+                **context_tags(round_)}
     all_tags.update(tags or {})
-    with mlflow.start_run(run_name=kind, tags=all_tags) as run:
+    name = run_name(kind, round_, detail)
+    if started is None:
+        ctx = mlflow.start_run(run_name=name, tags=all_tags)
+    else:
+        created = mlflow.MlflowClient().create_run(
+            exp_id, start_time=int(started * 1000), tags=all_tags, run_name=name)
+        ctx = mlflow.start_run(run_id=created.info.run_id)
+    with ctx as run:
         mlflow.log_params(flatten_params(params))
         yield run
+
+
+def dvc_hash(path: str | Path, lock: str | Path = "dvc.lock") -> str | None:
+    """The hash ``dvc.lock`` records for an output or dependency path (None: not recorded)."""
+    return dvc_input_hashes([path], lock).get(f"dvc.input.{Path(path)}")
+
+
+def log_dataset_input(run_id: str, path: str | Path, digest: str, *, context: str,
+                      round_: int | None = None) -> None:
+    """``log_input`` of a dataset directory on a (possibly finished) run, digest = its hash.
+
+    ``digest`` is the DVC hash of the directory when ``dvc.lock`` has it (else the dataset's
+    own content hash): the same string ``dvc.lock`` and ``dvc exp show`` show for the version.
+    """
+    import mlflow
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import DatasetInput, InputTag
+
+    # MetaDataset's stubs mark `profile` abstract; the class itself implements it (None).
+    ds = MetaDataset(source=_source(path), name=str(Path(path)),  # type: ignore[abstract]
+                     digest=digest[:36])
+    tags = [InputTag("mlflow.data.context", context)]
+    if round_ is not None:
+        tags.append(InputTag("amc.round", str(round_)))
+    mlflow.MlflowClient().log_inputs(run_id, [DatasetInput(ds._to_mlflow_entity(), tags)])
+
+
+def _source(path: str | Path) -> Any:
+    import warnings
+
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+
+    with warnings.catch_warnings():  # "can be interpreted in multiple ways": both are local
+        warnings.simplefilter("ignore", UserWarning)
+        return resolve_dataset_source(str(Path(path).resolve()))
+
+
+def annotate_version(name: str, version: str, line: str) -> None:
+    """Append ``line`` to a registered model version's description (e.g. the gate's verdict)."""
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    old = client.get_model_version(name, version).description or ""
+    client.update_model_version(name, version, description=f"{old}\n{line}".strip())

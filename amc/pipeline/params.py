@@ -1,10 +1,11 @@
 """Typed sections of ``params.yaml``: what each pipeline stage reads, and nothing more.
 
-``params.yaml`` holds shared sections (``env``, ``prior``, ``smc``) and one section per stage
-(``collect``, ``dataset``, ``train``, ``evaluate``, ``promote``, ``report``). ``dvc.yaml`` lists,
-per stage, exactly the keys below that the stage reads, so changing ``train.lr`` reruns only
-``train`` and what follows. :func:`load_params` is the one loader: every stage's ``run(params)``
-takes the validated :class:`PipelineParams` and reads its own section of it.
+``params.yaml`` holds shared sections (``env``, ``prior``, ``smc``, ``rounds``) and one section
+per stage (``collect``, ``dataset``, ``train``, ``evaluate``, ``promote``, ``report``).
+``dvc.yaml`` lists, per stage, exactly the keys below that the stage reads, so changing
+``train.lr`` reruns only ``train`` and what follows. :func:`load_params` is the one loader:
+every stage's ``run(params)`` takes the validated :class:`PipelineParams` and reads its own
+section of it.
 
 Validation happens here, before any stage touches its outputs: typos in a section and bad
 ``env.options`` / ``prior.options`` (checked by the component's own options model) are errors.
@@ -132,7 +133,10 @@ class EvaluateParams(Frozen):
     out_dir: Path = Path("data/eval")
     """Where per-(method, seed) results, plan.json and evaluation.json (the full record) go."""
     metrics_file: Path = Path("metrics/eval.json")
-    """Per-method success and selected reward (a small, flat DVC metrics file)."""
+    """Per-method success, oracle, deployable and max-weight reward (a flat DVC metrics file)."""
+    selection_value: str | None = None
+    """Value that picks every method's deployable answer from its pool: challenger, champion
+    or the zero-shot value's name; None = no deployable selection (its metrics are NaN)."""
 
     @model_validator(mode="after")
     def _smc_n_in_grid(self) -> EvaluateParams:
@@ -140,25 +144,71 @@ class EvaluateParams(Frozen):
         if extra:
             raise ValueError(f"evaluate.smc_n_grid {extra} not in evaluate.n_grid "
                              f"{list(self.n_grid)}")
+        if self.selection_value in ("challenger", "champion") and "amc" not in self.methods:
+            raise ValueError(f"evaluate.selection_value {self.selection_value!r} needs method "
+                             "amc in evaluate.methods (it loads the learned value)")
         return self
 
 
 class PromoteParams(Frozen):
-    """``promote``: champion/challenger gate on the same evaluation."""
+    """``promote``: the gate, challenger vs champion paired over a frozen evaluation set."""
 
-    metric: Literal["selected_reward", "oracle_best", "weighted_mean_reward", "success"] = (
-        "selected_reward")
-    """Primary metric (default: reward-free selection; oracle_best is always recorded too)."""
+    metric: Literal["deployable_reward", "oracle_best", "max_weight_reward",
+                    "weighted_mean_reward", "success", "success_deployable"] | None = None
+    """Primary metric; None = deployable_reward when evaluate.selection_value is set, else
+    oracle_best (max_weight_reward uses the reward). oracle_best is always recorded too."""
     n: int | None = Field(None, ge=1)
     """Compare at this N (None = the largest N of evaluate.n_grid)."""
-    min_se: float = Field(1.0, ge=0)
-    """Promote when mean paired improvement > min_se * its standard error."""
+    level: float = Field(0.05, gt=0, lt=1)
+    """One-sided test level: a challenger that is not better gets promoted at most this often."""
+    min_effect: float = Field(0.0, ge=0)
+    """Minimum mean paired improvement of the metric worth a promotion (metric units)."""
+    max_token_increase: float = Field(0.25, ge=0)
+    """Guard: veto when tokens per task exceed (1 + this) x the champion's."""
+    max_calibration_increase: float = Field(0.05, ge=0)
+    """Guard: veto when the value's calibration error (MAE of predicted vs realised future
+    reward, on the evaluation's prior rollouts) exceeds the champion's by more than this."""
+    calibration_states: int = Field(200, ge=10)
+    """At most this many (state, realised future reward) pairs for the calibration guard."""
+    drift_margin: float = Field(0.05, ge=0)
+    """Against a champion marked drifted: promote a better calibrated challenger unless it is
+    worse than this on the metric (a non-inferiority test at the same level)."""
+    frozen_set: Path = Path("frozen/eval_set.json")
+    """The evaluation set (tasks, seeds) fixed at the first gated evaluation; later
+    evaluations on any other set are refused."""
     alias: str = "champion"
     """Registry alias that marks the deployed model."""
     out_file: Path = Path("data/promotion/decision.json")
     """Where the decision and its evidence (reason, versions, paired statistics) are written."""
     metrics_file: Path = Path("metrics/promotion.json")
     """The decision as numbers: promoted, delta, se, pairs (a small, flat DVC metrics file)."""
+
+
+class DriftParams(Frozen):
+    """``drift``: the champion on fresh rollouts of the current prior vs its promotion record."""
+
+    enabled: bool = True
+    """Run the monitor in the scheduled evaluation (when a champion is registered)."""
+    rollouts: int = Field(4, ge=1)
+    """G fresh prior rollouts per task (method bon@G) for the calibration check."""
+    seed_base: int = Field(100_000, ge=0)
+    """Check k runs seeds seed_base + k * seeds_per_check ...: never an evaluation's seeds."""
+    seeds_per_check: int = Field(1, ge=1)
+    """Fresh seeds per check (each adds G rollouts and one champion run per task)."""
+    max_calibration_increase: float = Field(0.1, ge=0)
+    """Drift when the champion's calibration error (MAE) grew by more than this since
+    promotion (reward units)."""
+    max_bias_shift: float = Field(0.05, ge=0)
+    """Drift when the mean of predicted - realised future reward moved by more than this
+    (either way) since promotion."""
+    max_success_drop: float = Field(0.2, ge=0)
+    """Drift when the champion's success fell by more than this since promotion."""
+    calibration_states: int = Field(200, ge=10)
+    """At most this many (state, realised future reward) pairs per check."""
+    trigger: str | None = "amc-retrain-and-promote/retrain-and-promote"
+    """Prefect deployment run on drift (flow/deployment name; None: only mark the drift)."""
+    out_dir: Path = Path("data/drift")
+    """Checks: check-<k>/ results and drift.json, plus history.jsonl (one line per check)."""
 
 
 class ReportParams(Frozen):
@@ -172,6 +222,19 @@ class ReportParams(Frozen):
     """At most this many (prefix, realised future reward) states for the calibration plot."""
     calibration_bins: int = Field(8, ge=2)
     """Bins of the reliability curve."""
+
+
+class RoundsParams(Frozen):
+    """``rounds``: retraining as numbered rounds of fresh rollouts (:mod:`amc.pipeline.rounds`)."""
+
+    enabled: bool = False
+    """True: collect writes round ``r`` into ``<collect.out_dir>/round-<r>/`` with its own seeds."""
+    window: int | None = Field(None, ge=1)
+    """Train on the last ``window`` rounds (None = every round so far)."""
+    seed_stride: int = Field(1000, ge=1)
+    """Round r collects with seeds ``r * seed_stride + s`` for s in collect.seeds (< stride)."""
+    ledger_dir: Path = Path("data/rounds")
+    """One ``round-<r>.json`` per round: seeds, prior identity, each step's result, status."""
 
 
 class FlowParams(Frozen):
@@ -214,17 +277,34 @@ class PipelineParams(Frozen):
     """Promotion gate."""
     report: ReportParams = ReportParams()
     """Reports and plots."""
+    drift: DriftParams = DriftParams()
+    """Drift monitor of the scheduled evaluation."""
+    rounds: RoundsParams = RoundsParams()
+    """Rounds of fresh rollouts (off: one collection in collect.out_dir)."""
     flows: FlowParams = FlowParams()
     """Prefect flow settings."""
     mlflow_uri: str | None = None
     """MLflow tracking URI (None: $MLFLOW_TRACKING_URI or sqlite:///mlruns/mlflow.db)."""
 
+    @model_validator(mode="after")
+    def _default_promote_metric(self) -> PipelineParams:
+        """``promote.metric: null`` -> the deployable metric when there is a selection value."""
+        if self.promote.metric is None:
+            metric = "deployable_reward" if self.evaluate.selection_value else "oracle_best"
+            # a derived default of a frozen model: set once, here, before anyone reads it
+            object.__setattr__(self, "promote", self.promote.model_copy(update={"metric": metric}))
+        elif "deployable" in self.promote.metric and self.evaluate.selection_value is None:
+            raise ValueError(f"promote.metric {self.promote.metric} needs "
+                             "evaluate.selection_value (otherwise it is not measured)")
+        return self
+
 
 _SECTIONS = tuple(PipelineParams.model_fields)
 _OUTPUTS = (("collect", "out_dir"), ("dataset", "out_dir"), ("train", "out_dir"),
             ("train", "metrics_file"), ("evaluate", "out_dir"), ("evaluate", "metrics_file"),
-            ("promote", "out_file"), ("promote", "metrics_file"), ("report", "plots_dir"),
-            ("report", "summary_file"))
+            ("promote", "out_file"), ("promote", "metrics_file"), ("promote", "frozen_set"),
+            ("report", "plots_dir"), ("report", "summary_file"), ("drift", "out_dir"),
+            ("rounds", "ledger_dir"))
 """Every output path of the pipeline, as (section, field)."""
 
 

@@ -4,7 +4,9 @@ Figures (matplotlib PNG under ``plots/``, each with a DVC plot JSON next to it):
 
 - ``success_vs_n``: success rate against N per method (the paper's Fig. 4 shape; ReAct is the
   N=1 reference line), with standard-error bars;
-- ``cost_quality``: selected reward against tokens and dollars per task, one point per method;
+- ``cost_quality``: the deployable reward (the max-final-weight one, which uses the reward,
+  when no selection value was configured) against tokens and dollars per task, one point per
+  method;
 - ``genealogy``: ESS/N per step and the resampling genealogy (which particle each slot copied)
   of the most-resampled task of the largest SMC run;
 - ``calibration``: the value function's predictions against the realised future reward of
@@ -21,18 +23,20 @@ import asyncio
 import io
 import json
 import math
-from collections.abc import Mapping
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from amc.config import ValueConfig
-from amc.pipeline.evaluate import load_plan, load_record, load_results
+from amc.pipeline.evaluate import load_plan, load_record, load_results, paired_to_bon
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, stage_main
+from amc.pipeline.promote import prior_states
 from amc.registry import ENVIRONMENTS, VALUES
 from amc.results import write_bytes_atomic, write_json_atomic
+from amc.runner import METRICS
 from amc.smc.records import TaskResult
 from amc.types import History
 
@@ -88,18 +92,21 @@ def success_vs_n(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
         ax.set_xticks(grid, [str(n) for n in grid])
         ax.set(xlabel="particles N", ylabel=label)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"{ev['env']}: quality vs N (mean ± s.e. over tasks x seeds)")
+    fig.suptitle(f"{ev['env']}: quality vs N (mean ± s.e. over tasks, seeds averaged)")
     _save(fig, out / "success_vs_n.png")
     write_json_atomic(out / "success_vs_n.json", rows)
     return rows
 
 
 def cost_quality(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
-    """Selected reward vs tokens and dollars per task, one point per method spec."""
+    """Deployable (else max-weight) reward vs tokens and dollars per task, one point per spec."""
     plt = _figure()
+    dep = all(math.isfinite(float(m.get("deployable_reward", math.nan)))
+              for m in ev["methods"].values())
+    key, ylabel = (("deployable_reward", "deployable reward (value-selected, reward-free)")
+                   if dep else ("max_weight_reward", "max final weight reward (uses the reward)"))
     rows = [{"method": s, "tokens": m["tokens_per_task"], "cost_usd": m["cost_per_task"],
-             "reward": m["selected_reward"], "oracle": m["oracle_best"]}
-            for s, m in ev["methods"].items()]
+             "reward": m[key], "oracle": m["oracle_best"]} for s, m in ev["methods"].items()]
     # A local model costs $0: then the dollar panel would be a single vertical line.
     panels = [("tokens", "tokens per task")] + (
         [("cost_usd", "dollars per task")] if any(r["cost_usd"] for r in rows) else [])
@@ -110,7 +117,7 @@ def cost_quality(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
         for i, r in enumerate(rows):  # a legend, not labels on the points: points coincide
             ax.scatter(r[key], r["reward"], marker=markers[i % len(markers)], s=45,
                        alpha=0.8, label=r["method"])
-        ax.set(xlabel=label, ylabel="selected reward (reward-free)")
+        ax.set(xlabel=label, ylabel=ylabel)
     axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.suptitle("cost vs quality" + ("" if len(panels) > 1 else " (local model: $0)"))
     _save(fig, out / "cost_quality.png")
@@ -158,21 +165,9 @@ def genealogy(rec: TaskResult | None, out: Path) -> list[dict[str, Any]]:
 
 def calibration_states(results: dict[str, list[TaskResult]], spec: str, limit: int, seed: int
                        ) -> list[tuple[History, float]]:
-    """(prefix history, realised future reward) pairs from ``spec``'s trajectories."""
-    pairs = []
-    for key, rs in results.items():
-        if not key.startswith(spec + "#"):
-            continue
-        for r in rs:
-            for tr in r.trajectories:
-                rewards = [s.reward for s in tr.steps]
-                for k in range(len(tr.steps)):
-                    pairs.append((History(r.task_id, r.observation0, tr.steps[:k]),
-                                  float(sum(rewards[k:]))))
-    if len(pairs) > limit:
-        idx = np.random.default_rng(seed).choice(len(pairs), size=limit, replace=False)
-        pairs = [pairs[i] for i in sorted(idx)]
-    return pairs
+    """(prefix history, realised future reward) pairs from ``spec``'s trajectories (the gate's
+    own sampling of prior states, :func:`amc.pipeline.promote.prior_states`)."""
+    return prior_states(results, [spec], limit, seed)
 
 
 async def _score(p: PipelineParams, value: ValueConfig, hs: list[History]) -> list[float]:
@@ -225,48 +220,18 @@ def calibration(p: PipelineParams, ev: dict[str, Any], results: dict[str, list[T
     return stats
 
 
-def paired_mean_se(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """Mean of ``a - b`` and its standard error, pairing element by element.
-
-    Methods run on the same (task, seed) share their random numbers, so most of the task-to-
-    task variance cancels in the difference: this s.e. is the one that can separate methods.
-    """
-    d = np.asarray(a, float) - np.asarray(b, float)
-    if d.size == 0:
-        return math.nan, math.nan
-    se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else math.nan
-    return float(d.mean()), se
-
-
 def paired_differences(ev: dict[str, Any], results: dict[str, list[TaskResult]]
                        ) -> dict[str, dict[str, Any]]:
-    """Every SMC-type method minus Best-of-N at the same N, paired by (task, seed)."""
-    by_spec: dict[str, dict[tuple[str, int], Mapping[str, float]]] = {}
-    for key, rs in results.items():
-        for r in rs:
-            by_spec.setdefault(key.rsplit("#", 1)[0], {})[(r.task_id, r.seed)] = r.metrics
-    bon = {m["n"]: s for s, m in ev["methods"].items() if m["role"] == "bon"}
-    out: dict[str, dict[str, Any]] = {}
-    for spec, m in ev["methods"].items():
-        base = bon.get(m["n"])
-        if m["role"] in ("react", "bon") or base is None:
-            continue
-        keys = sorted(set(by_spec.get(spec, {})) & set(by_spec.get(base, {})))
-        row: dict[str, Any] = {"method": spec, "baseline": base, "runs": len(keys)}
-        for k in ("selected_reward", "oracle_best", "success"):
-            mean, se = paired_mean_se(np.array([by_spec[spec][x][k] for x in keys]),
-                                      np.array([by_spec[base][x][k] for x in keys]))
-            row[k], row[k + "_se"] = mean, None if math.isnan(se) else se
-        out[spec] = row
-    return out
+    """Every SMC-type method minus Best-of-N at the same N, paired by (task, seed), with 95%
+    t intervals over tasks (:func:`amc.pipeline.evaluate.paired_to_bon`)."""
+    return paired_to_bon(ev["methods"], results)
 
 
 def summary(ev: dict[str, Any], promotion: dict[str, Any] | None,
             calib: dict[str, Any], paired: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per-method means and standard errors + calibration + the promotion decision."""
-    keep = ("role", "n", "tasks", "runs", "oracle_best", "oracle_best_se", "selected_reward",
-            "selected_reward_se", "weighted_mean_reward", "weighted_mean_reward_se", "success",
-            "success_se", "tokens_per_task", "cost_per_task")
+    keep = ("role", "n", "tasks", "runs", *(k + s for k in METRICS for s in ("", "_se")),
+            "tokens_per_task", "cost_per_task")
     return {"env": ev["env"], "eval_status": ev["status"], "n_tasks": ev.get("n_tasks"),
             "seeds": ev.get("seeds"), "wall_s": ev.get("wall_s"), "sessions": ev.get("sessions"),
             "config": ev.get("config"),
@@ -298,10 +263,13 @@ def run(p: PipelineParams, *, calibrate: bool = True) -> dict[str, Any]:
     """The stage: plots + summary, logged as artifacts in ``amc-report``; the summary."""
     import mlflow
 
+    from amc.pipeline.rounds import active_round
+
+    started = time.time()
     s = report(p, calibrate=calibrate)
     with stage_run("report", params=p.report.model_dump(mode="json"),
                    inputs=[str(p.evaluate.out_dir), str(p.promote.out_file)],
-                   uri=p.mlflow_uri):
+                   uri=p.mlflow_uri, round_=active_round(p), started=started):
         mlflow.log_artifacts(str(p.report.plots_dir), "plots")
         mlflow.log_dict(s, "summary.json")
     return s

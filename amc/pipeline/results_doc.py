@@ -1,12 +1,15 @@
 """``docs/results.md`` generated from the pipeline's metrics, never written by hand.
 
 Reads the report stage's ``summary.json`` (``report.summary_file``: per-method means and standard
-errors over tasks and seeds, both the oracle and the reward-free metric, tokens and dollars,
-value calibration, the promotion decision), copies the report's plots and the summaries next
-to the document (``<name>-assets/``) and writes tables plus a *reading* computed from the
-numbers: for every N where both exist, AMC
-versus Best-of-N on each metric, called a win or a loss only when the difference exceeds two
-combined standard errors; the learned value versus the zero-shot one; AMC at N versus
+errors over tasks -- seeds averaged within a task first -- of the deployable (value-selected,
+reward-free) reward, the oracle best-of-pool, the max-final-weight reward (which uses the
+reward), the weighted mean and success, tokens and dollars, value calibration, the promotion
+decision), copies the report's plots and the summaries next to the document
+(``<name>-assets/``) and writes tables plus a *reading* computed from the numbers: for every N
+where both exist, AMC versus Best-of-N on the deployable and the oracle metric -- the paired
+difference over (task, seed) with its 95% t interval over tasks, called a win or a loss only
+when the interval excludes 0 (older summaries without intervals: beyond two combined standard
+errors); the learned value versus the zero-shot one; AMC at N versus
 Best-of-N at the largest N; an explicit statement when the prior produced no success at all
 (then there is nothing for resampling to amplify), and when Best-of-N is already at the
 ceiling or does not improve with N (then there is nothing left to gain).
@@ -26,16 +29,27 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from amc.pipeline.run_summary import describe_config, load_run_summary, upgrade_summary
 from amc.results import write_json_atomic
 
-METRICS = (("selected_reward", "reward-free (max weight)"), ("oracle_best", "oracle best-of-pool"),
+METRICS = (("deployable_reward", "deployable (value-selected)"),
+           ("oracle_best", "oracle best-of-pool"),
+           ("max_weight_reward", "max final weight (uses the reward)"),
            ("weighted_mean_reward", "weighted mean"), ("success", "success (oracle)"))
 ROLE_ORDER = ("react", "bon", "smc", "amc", "champion")
 CEILING = 0.9  # Best-of-N success from which no method can show a clear gain
 
 
+def _nan(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
 def _pm(m: Mapping[str, Any], k: str) -> str:
-    return f"{m[k]:.3f} ± {m.get(k + '_se', 0.0):.3f}"
+    """``mean ± s.e.``; ``n/a`` when not measured (no selection value), no s.e. for one task."""
+    if _nan(m.get(k)):
+        return "n/a"
+    se = m.get(k + "_se")
+    return f"{m[k]:.3f}" if _nan(se) else f"{m[k]:.3f} ± {se:.3f}"
 
 
 def _table(methods: Mapping[str, Mapping[str, Any]]) -> str:
@@ -52,7 +66,38 @@ def _table(methods: Mapping[str, Mapping[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _d(d: float) -> str:
+    return "n/a" if math.isnan(d) else f"{d:+.3f}"
+
+
+def _ci(row: Mapping[str, Any], k: str) -> str:
+    """``Δ [lo, hi]`` of a paired row; n/a when not measured; the s.e. for older rows."""
+    d, lo, hi, se = row.get(k), row.get(k + "_lo"), row.get(k + "_hi"), row.get(k + "_se")
+    if _nan(d):
+        return "n/a"
+    if not _nan(lo) and not _nan(hi):
+        return f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+    return f"{d:+.3f}" + ("" if _nan(se) else f" ± {se:.3f}")
+
+
+def paired_table(paired: Mapping[str, Mapping[str, Any]]) -> str:
+    """Each method minus Best-of-N at its N: paired mean difference and 95% t interval."""
+    if not paired:
+        return ""
+    keys = [k for k, _ in METRICS if k != "weighted_mean_reward"]
+    labels = dict(METRICS)
+    out = ["| method | − baseline | pairs | tasks | " +
+           " | ".join(f"Δ {labels[k]} [95%]" for k in keys) + " |",
+           "|" + "---|" * (4 + len(keys))]
+    for name, row in paired.items():
+        out.append(f"| `{name}` | `{row.get('baseline')}` | {row.get('runs')} | "
+                   f"{row.get('tasks', '?')} | " + " | ".join(_ci(row, k) for k in keys) + " |")
+    return "\n".join(out)
+
+
 def _compare(a: Mapping[str, Any], b: Mapping[str, Any], k: str) -> tuple[float, str]:
+    if _nan(a.get(k)) or _nan(b.get(k)):
+        return math.nan, "not measured (no selection value)"
     d = a[k] - b[k]
     se = math.hypot(a.get(k + "_se", 0.0), b.get(k + "_se", 0.0))
     if se > 0 and abs(d) > 2 * se:
@@ -62,8 +107,16 @@ def _compare(a: Mapping[str, Any], b: Mapping[str, Any], k: str) -> tuple[float,
 
 def _paired_line(n: int, label: str, name: str, bname: str, row: Mapping[str, Any],
                  k: str) -> str:
-    d, se = row[k], row.get(k + "_se")
-    if se is None:
+    d, se, lo, hi = (row.get(k + s, math.nan) for s in ("", "_se", "_lo", "_hi"))
+    if _nan(d):
+        return f"N = {n}, {label}: not measured (no selection value)."
+    if not _nan(lo) and not _nan(hi) and se:
+        verdict = ("better" if lo > 0 else "worse") if lo > 0 or hi < 0 else \
+            "not separable (95% interval includes 0)"
+        return (f"N = {n}, {label}: `{name}` − `{bname}` = {d:+.3f} ± {se:.3f}, 95% interval "
+                f"[{lo:+.3f}, {hi:+.3f}] (paired over {row['runs']} runs on "
+                f"{row.get('tasks', '?')} tasks) → {verdict}.")
+    if _nan(se):
         verdict = "one run"
     elif se == 0:
         verdict = "identical on every run" if d == 0 else ("better" if d > 0 else "worse") + \
@@ -100,12 +153,12 @@ def reading(methods: Mapping[str, Mapping[str, Any]],
                 lines.append(_paired_line(n, label, name, bname, row, k))
                 continue
             d, verdict = _compare(m, b, k)
-            lines.append(f"N = {n}, {label}: `{name}` − `{bname}` = {d:+.3f} → {verdict}.")
+            lines.append(f"N = {n}, {label}: `{name}` − `{bname}` = {_d(d)} → {verdict}.")
         if ("smc", n) in by:
             zname, z = by[("smc", n)]
-            d, verdict = _compare(m, z, "selected_reward")
-            lines.append(f"N = {n}, learned vs other value (`{zname}`), reward-free: "
-                         f"{d:+.3f} → {verdict}.")
+            d, verdict = _compare(m, z, "deployable_reward")
+            lines.append(f"N = {n}, learned vs other value (`{zname}`), deployable: "
+                         f"{_d(d)} → {verdict}.")
     bons = sorted(n for r, n in by if r == "bon")
     ceiling = [n for n in bons if by[("bon", n)][1]["success"] >= CEILING]
     if ceiling:
@@ -128,7 +181,7 @@ def reading(methods: Mapping[str, Mapping[str, Any]],
         for (role, n), (name, m) in sorted(by.items(), key=lambda kv: kv[0][1]):
             if role == "amc" and n < bons[-1]:
                 d, verdict = _compare(m, big, "oracle_best")
-                lines.append(f"Scaling: `{name}` vs Best-of-{bons[-1]}, oracle: {d:+.3f} → "
+                lines.append(f"Scaling: `{name}` vs Best-of-{bons[-1]}, oracle: {_d(d)} → "
                              f"{verdict}.")
     return lines
 
@@ -139,82 +192,20 @@ def _hours(seconds: float | None) -> str:
     return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
 
 
-def _resolved_options(prior: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The prior's options with its registered defaults filled in (model, prompt style)."""
-    from amc.registry import PRIORS, load_builtin_components
-
-    try:
-        load_builtin_components()
-        model = PRIORS.validate(prior or "", options)
-    except (KeyError, ValueError, ImportError):
-        return dict(options)
-    return model.model_dump(mode="json") if model is not None else dict(options)
-
-
-def _role(name: str, cfg: Mapping[str, Any]) -> str:
-    """react / bon / amc (a learned value) / smc (any other value) for an ``amc run`` spec."""
-    kind, _, rest = name.partition("@")
-    if kind in ("react", "bon"):
-        return kind
-    _, plus, value_key = rest.partition("+")
-    value = (cfg.get("values") or {}).get(value_key) if plus else cfg.get("value")
-    return "amc" if (value or {}).get("name") == "learned" else "smc"
-
-
-def describe_config(cfg: Mapping[str, Any] | None) -> list[str]:
-    """Bullet lines for the settings a reader needs (env, prior, horizon, tasks, values)."""
-    if not cfg:
-        return []
-    env, prior, smc = cfg.get("env") or {}, cfg.get("prior") or {}, cfg.get("smc") or {}
-    po = _resolved_options(prior.get("name"), prior.get("options") or {})
-    model = po.get("model") or "default"
-    lines = [
-        f"environment `{env.get('name')}` with options `{json.dumps(env.get('options') or {})}`",
-        f"prior `{prior.get('name')}` (model `{model}`, prompt `{po.get('prompt', 'default')}`)",
-        f"at most {smc.get('max_steps')} steps per particle; resampling "
-        f"`{smc.get('resample')}` at steps {smc.get('resample_steps')} with "
-        f"`{smc.get('resampler')}`; β = {smc.get('beta')}",
-    ]
-    ev = cfg.get("evaluate")
-    if ev:
-        zs = (ev.get("zero_shot_value") or {}).get("name")
-        lines.append(f"split `{ev.get('split')}`, first {ev.get('max_tasks') or 'all'} tasks, "
-                     f"seeds {ev.get('seeds')}, N ∈ {ev.get('n_grid')}; plain smc value "
-                     f"`{zs}` at N ∈ {ev.get('smc_n_grid') or ev.get('n_grid')}")
-    else:
-        tasks = cfg.get("task_ids") or f"first {cfg.get('max_tasks') or 'all'}"
-        lines.append(f"split `{cfg.get('split')}`, tasks {tasks}, seeds {cfg.get('seeds')}, "
-                     f"methods {cfg.get('methods')}")
-    return lines
-
-
-def load_run_summary(path: Path) -> dict[str, Any]:
-    """An ``amc run`` summary with roles, N and -- when its results files sit beside it --
-    the paired differences to Best-of-N (the same statistic as the pipeline's report)."""
-    from amc.pipeline.report import paired_differences
-    from amc.results import read_jsonl, results_path
-    from amc.smc.records import TaskResult
-
-    s = json.loads(path.read_text())
-    cfg = s.get("config") or {}
-    methods: dict[str, dict[str, Any]] = {}
-    for row in s["methods"]:
-        name = row["method"]
-        n = name.split("+")[0].partition("@")[2]
-        methods[name] = {"role": _role(name, cfg), "n": int(n or 1), **row}
-    results = {f"{name}#{seed}": [TaskResult.from_dict(r) for r in read_jsonl(
-        results_path(path.parent, name, seed))] for name in methods for seed in cfg.get(
-        "seeds") or ()}
-    paired = paired_differences({"methods": methods}, results) if any(results.values()) \
-        else {}
-    return {**s, "methods": methods, "paired": paired}
-
-
 def _extra_section(title: str, s: Mapping[str, Any], path: Path) -> list[str]:
     """A configuration run by ``amc run``: its settings, table and reading."""
     return [f"\n## {title}\n", f"_From `{path}`; wall time {_hours(s.get('wall_s'))}._\n",
             *(f"- {x}" for x in describe_config(s.get("config"))), "", _table(s["methods"]),
+            *_paired_block(s.get("paired")),
             "", *(f"- {x}" for x in reading(s["methods"], s.get("paired")))]
+
+
+def _paired_block(paired: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """The paired-difference table with its heading line (nothing without pairs)."""
+    if not paired:
+        return []
+    return ["", "Paired differences to Best-of-N at the same N, over (task, seed), averaged "
+            "within a task; 95% Student-t interval over tasks:", "", paired_table(paired)]
 
 
 def _pipeline_section(s: Mapping[str, Any], intro: str | None, pngs: list[Path],
@@ -224,15 +215,18 @@ def _pipeline_section(s: Mapping[str, Any], intro: str | None, pngs: list[Path],
     pr = s.get("promotion") or {}
     parts = [
         f"Environment: **{s.get('env', '?')}**; evaluation status: "
-        f"**{s.get('eval_status', '?')}**. Means ± standard errors over tasks and seeds. "
-        "*Reward-free* selects the trajectory with the largest final weight; *oracle* is the "
-        "paper's best-of-pool by true reward; both are computed over the same pool for every "
-        "method.\n",
+        f"**{s.get('eval_status', '?')}**. Means ± standard errors over tasks (seeds averaged "
+        "within a task first). *Deployable* is the pool trajectory the selection value scores "
+        "highest at its last pre-terminal state, rewards masked -- an answer a deployed agent "
+        "could pick (n/a: no selection value configured); *oracle* is the paper's best-of-pool "
+        "by true reward; *max final weight* picks the largest final weight, which contains "
+        "R/β, so it uses the reward (for ReAct and Best-of-N it is the oracle). All are "
+        "computed over the same pool for every method.\n",
         *([intro, ""] if intro else []),
         *(f"- {x}" for x in describe_config(s.get("config"))),
         f"- evaluation wall time: {_hours(s.get('wall_s'))} over {s.get('sessions') or '?'} "
         "session(s)\n" if s.get("wall_s") is not None else "",
-        _table(s["methods"]), "\n## Reading\n",
+        _table(s["methods"]), *_paired_block(s.get("paired")), "\n## Reading\n",
         *(f"- {x}" for x in reading(s["methods"], s.get("paired"))),
     ]
     if cal:
@@ -249,17 +243,25 @@ def _pipeline_section(s: Mapping[str, Any], intro: str | None, pngs: list[Path],
     return parts
 
 
+def _copy(src: Path, dst: Path) -> None:
+    """Copy beside the document; nothing to do when regenerating from the copies themselves."""
+    if not (dst.exists() and src.resolve() == dst.resolve()):
+        shutil.copy2(src, dst)
+
+
 def write_results_doc(summary_file: str | Path | None, plots_dir: str | Path, out: str | Path,
                       *, title: str = "Results", command: str = "amc results-doc",
                       extra: Sequence[tuple[str, str | Path]] = (),
-                      intro: str | None = None) -> Path:
+                      intro: str | None = None,
+                      grpo: tuple[Path, Path, Path] | None = None) -> Path:
     """Write the results document (and copy the plots beside it); returns its path.
 
     ``summary_file`` is the pipeline report's summary (None: only the ``extra`` sections);
     ``extra`` adds ``(title, summary.json of amc run)`` sections; ``intro`` is a paragraph
-    placed under the title (e.g. why this configuration was chosen).
+    placed under the title (e.g. why this configuration was chosen); ``grpo`` adds the GRPO
+    comparison (:mod:`amc.pipeline.grpo_table`: frozen run, GRPO-policy run, training metrics).
     """
-    if summary_file is None and not extra:
+    if summary_file is None and not extra and grpo is None:
         raise ValueError("nothing to report: no pipeline summary and no extra sections")
     out = Path(out)
     # Plots and the summaries themselves travel with the document: it stays readable and
@@ -268,7 +270,7 @@ def write_results_doc(summary_file: str | Path | None, plots_dir: str | Path, ou
     assets.mkdir(parents=True, exist_ok=True)
     sources = [Path(p) for p in ([summary_file] if summary_file is not None else [])]
     if summary_file is not None:
-        shutil.copy2(summary_file, assets / "summary.json")
+        _copy(Path(summary_file), assets / "summary.json")
     runs = []
     for i, (sec_title, path) in enumerate(extra):
         slug = re.sub(r"[^a-z0-9]+", "-", sec_title.lower()).strip("-")[:40] or f"extra-{i}"
@@ -283,12 +285,16 @@ def write_results_doc(summary_file: str | Path | None, plots_dir: str | Path, ou
     if summary_file is not None:
         pngs = sorted(Path(plots_dir).glob("*.png")) if Path(plots_dir).is_dir() else []
         for p in pngs:
-            shutil.copy2(p, assets / p.name)
-        parts += _pipeline_section(json.loads(Path(summary_file).read_text()), intro, pngs,
-                                   assets)
+            _copy(p, assets / p.name)
+        parts += _pipeline_section(upgrade_summary(json.loads(Path(summary_file).read_text())),
+                                   intro, pngs, assets)
     elif intro:
         parts += [intro, ""]
     for sec_title, run, path in runs:
         parts += _extra_section(sec_title, run, path)
+    if grpo is not None:
+        from amc.pipeline.grpo_table import grpo_section
+
+        parts += grpo_section(*grpo)
     out.write_text("\n".join(parts) + "\n")
     return out

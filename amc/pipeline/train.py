@@ -7,6 +7,12 @@ its own for overridden runs) with the alias ``challenger``, tags the run with it
 writes ``train.metrics_file``: the best epoch's validation metrics, small and flat, for
 ``dvc metrics diff``.
 
+Lineage: the training run is named ``train r<round> · dataset <hash>``, tagged with the round,
+DVC experiment and Prefect flow run, and logs the dataset directory as its MLflow input with the
+DVC hash (``dvc.lock``) as digest; the version's description says what data and round it saw.
+With rounds, the result is stored in the round's ledger, and a resumed round whose dataset is
+unchanged reuses the version it already registered instead of training twice.
+
 It refuses a dataset built from another environment's rollouts (``source.json`` of the dataset
 stage): a model registered for one benchmark is never trained on another's data.
 """
@@ -16,8 +22,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from amc.pipeline import rounds
 from amc.pipeline.dataset import source
-from amc.pipeline.lineage import dvc_input_hashes
+from amc.pipeline.lineage import (
+    context_tags,
+    dvc_hash,
+    dvc_input_hashes,
+    log_dataset_input,
+    run_name,
+)
 from amc.pipeline.params import PipelineParams, model_name, stage_main
 from amc.results import write_json_atomic
 
@@ -45,8 +58,13 @@ def check_source(p: PipelineParams) -> dict[str, Any]:
     return src
 
 
-def register(p: PipelineParams, model_uri: str, src: dict[str, Any]) -> str:
-    """Register ``model_uri`` under the run's model name, alias ``challenger``; the version."""
+def register(p: PipelineParams, model_uri: str, src: dict[str, Any],
+             digest: str | None = None) -> str:
+    """Register ``model_uri`` under the run's model name, alias ``challenger``; the version.
+
+    The version gets tags (env, prior, dataset hash and DVC digest, round) and a description
+    of its data; the promote stage adds the gate's evidence to it.
+    """
     import mlflow
 
     name = model_name(p)
@@ -54,30 +72,73 @@ def register(p: PipelineParams, model_uri: str, src: dict[str, Any]) -> str:
     version = str(mlflow.register_model(model_uri, name).version)
     client.set_registered_model_alias(name, CHALLENGER, version)
     for key, val in (("amc.env", p.env.name), ("amc.prior", src.get("prior")),
-                     ("dataset_hash", src.get("content_hash"))):
-        client.set_model_version_tag(name, version, key, str(val))
+                     ("dataset_hash", src.get("content_hash")), ("dataset_dvc", digest),
+                     ("amc.round", src.get("round"))):
+        if val is not None:
+            client.set_model_version_tag(name, version, key, str(val))
+    client.update_model_version(name, version, description=describe(p, src, digest))
     return version
+
+
+def describe(p: PipelineParams, src: dict[str, Any], digest: str | None) -> str:
+    """The model version's description: what data, which round."""
+    where = "" if src.get("round") is None else (
+        f" Round {src['round']} (trained on rounds {src.get('rounds')}).")
+    return (f"Value head for {p.env.name}, trained on {src.get('records')} {src.get('prior')} "
+            f"rollout records of split {src.get('split')}: {p.dataset.out_dir} version "
+            f"{digest or src.get('content_hash')}.{where}")
+
+
+def reuse(p: PipelineParams, src: dict[str, Any]) -> dict[str, Any] | None:
+    """The open round's training result when it was trained on this very dataset (a resumed
+    round does not train and register twice); None otherwise."""
+    rec = rounds.current_round(p) if rounds.enabled(p) else None
+    done = (rec or {}).get("steps", {}).get("train")
+    if not done or done.get("dataset_hash") != src.get("content_hash"):
+        return None
+    import mlflow
+
+    mlflow.MlflowClient().set_registered_model_alias(done["model"], CHALLENGER, done["version"])
+    return dict(done["result"])
 
 
 def run(p: PipelineParams) -> dict[str, Any]:
     """The stage: train, register the challenger, write the metrics file; returns them."""
-    import mlflow
-
     from amc.value.train import train
 
     src = check_source(p)
     cfg = config(p)
+    if (done := reuse(p, src)) is not None:
+        return done
     res = train(p.dataset.out_dir, cfg, p.train.out_dir)
     if res.model_uri is None or res.run_id is None:
         raise RuntimeError("training logged no model (tracking disabled?)")
-    version = register(p, res.model_uri, src)
-    client = mlflow.MlflowClient()
-    for key, val in {"amc.stage": "train", "amc.model_name": model_name(p),
-                     **dvc_input_hashes([str(p.dataset.out_dir)])}.items():
-        client.set_tag(res.run_id, key, val)
+    digest = dvc_hash(p.dataset.out_dir) or src["content_hash"]
+    version = register(p, res.model_uri, src, digest)
+    label(p, res.run_id, src, digest)
     metrics = {k: float(v) for k, v in res.best.items() if math.isfinite(float(v))}
     write_json_atomic(p.train.metrics_file, {"version": int(version), **metrics})
-    return {"model": model_name(p), "version": version, "run_id": res.run_id, **metrics}
+    out = {"model": model_name(p), "version": version, "run_id": res.run_id, **metrics}
+    r = src.get("round")
+    if r is not None and rounds.current_round(p) is not None:
+        rounds.record_step(p, int(r), "train", {
+            "model": model_name(p), "version": version, "run_id": res.run_id,
+            "dataset_hash": src["content_hash"], "dataset_dvc": digest, "result": out})
+    return out
+
+
+def label(p: PipelineParams, run_id: str, src: dict[str, Any], digest: str) -> None:
+    """Lineage of the training run: tags, a readable name, the dataset version as its input."""
+    import mlflow
+
+    r = src.get("round")
+    client = mlflow.MlflowClient()
+    tags = {"amc.stage": "train", "amc.model_name": model_name(p), "dataset_dvc": digest,
+            "mlflow.runName": run_name("train", r, f"dataset {digest[:8]}"),
+            **context_tags(r), **dvc_input_hashes([str(p.dataset.out_dir)])}
+    for key, val in tags.items():
+        client.set_tag(run_id, key, val)
+    log_dataset_input(run_id, p.dataset.out_dir, digest, context="training", round_=r)
 
 
 if __name__ == "__main__":  # the DVC stage's cmd

@@ -69,6 +69,9 @@ class HFOptions(Frozen):
     """Most valid actions listed in a menu prompt."""
     budget_tokens: int | None = Field(None, ge=1)
     """Per-task token cap."""
+    adapter: str | None = None
+    """A LoRA adapter on top of ``model`` (``amc grpo``'s policy): a folder, or a
+    ``models:/amc-policy-<env>/<version>`` / ``runs:/`` URI of the MLflow registry."""
 
 
 def converted_model_dir(name: str, cache_dir: Path | None = None) -> Path:
@@ -129,9 +132,17 @@ class HFPrior:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        if options.adapter is not None:
+            from peft import PeftModel
+
+            from amc.priors.adapter import resolve_adapter
+
+            # Merged into the base weights: decoding then costs what the frozen model costs.
+            peft = PeftModel.from_pretrained(model, resolve_adapter(options.adapter))
+            model = peft.merge_and_unload()  # the base model class
         self.model = model.to(self.device)  # type: ignore[arg-type]  # stubs: to(device) is fine
         self.model.eval()
-        self.name = str(options.model)
+        self.name = str(options.model) + (f"+{options.adapter}" if options.adapter else "")
         # Token ids whose text holds a newline end a completion-mode turn.
         # Piece spellings: literal (sentencepiece), "Ċ" (byte-level BPE) or a byte token.
         vocab = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
@@ -144,6 +155,11 @@ class HFPrior:
         self._gpu_lock = threading.Lock()
         self.batches: list[int] = []
         """Size of every decoded batch (how well proposals were grouped)."""
+
+    @property
+    def wants_valid_actions(self) -> bool:
+        """The menu prompt lists the environment's valid actions: ask the driver for them."""
+        return self.options.prompt == "menu"
 
     def render(self, history: History) -> str:
         o = self.options
@@ -176,7 +192,8 @@ class HFPrior:
         with self._gpu_lock, torch.inference_mode():
             for t in range(o.max_new_tokens):
                 res = self.model(input_ids=step_ids, attention_mask=attn, position_ids=pos,
-                                 cache=past, use_cache=True)  # transformers 5: `cache`
+                                 cache=past, use_cache=True,  # transformers 5: `cache`
+                                 logits_to_keep=1)  # only the last position is sampled
                 past = res.cache
                 logits = res.logits[:, -1, :].float() / o.temperature  # (B, V)
                 probs = self._filtered_probs(logits)  # (B, V), batched

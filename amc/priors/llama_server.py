@@ -2,8 +2,8 @@
 
 Two backends serve the same OpenAI-compatible ``/v1/completions``:
 
-- ``cpp`` (default): llama.cpp's own C++ ``llama-server``, built by ``scripts/setup.sh`` from
-  the llama.cpp vendored in the pinned llama-cpp-python sdist (``build/llama.cpp/bin``). It
+- ``cpp``: llama.cpp's own C++ ``llama-server``, built by ``scripts/build_llama_server.sh``
+  from the llama.cpp vendored in the pinned llama-cpp-python sdist (``build/llama.cpp/bin``). It
   runs ``parallel`` slots with continuous batching: the N proposals of one SMC step decode in
   one batch, so a memory-bound CPU reads the weights once per token for all N sequences
   instead of once per sequence. Each slot keeps the KV cache of its last prompt and a new
@@ -11,8 +11,8 @@ Two backends serve the same OpenAI-compatible ``/v1/completions``:
   only prefills what its last step appended. ``--swa-full`` keeps Gemma-3's sliding-window
   layers whole, without which a prompt longer than the window (512 tokens) could not be
   reused. Context per slot = ``n_ctx``; the server gets ``n_ctx * parallel`` in all.
-- ``python``: llama-cpp-python's ``python -m llama_cpp.server`` (one slot, requests queue).
-  Kept as a fallback and as the benchmark's baseline.
+- ``python`` (default until the cpp build is measured): llama-cpp-python's
+  ``python -m llama_cpp.server`` (one slot, requests queue); the benchmark's baseline.
 
 Lifecycle: the server runs in its own process group; readiness is ``GET /health`` (cpp) or
 ``GET /v1/models`` (python); :meth:`LlamaServer.stop` sends SIGTERM to the group, then SIGKILL.
@@ -47,7 +47,7 @@ Backend = Literal["cpp", "python"]
 BINARY_ENV = "AMC_LLAMA_SERVER"
 """Environment variable that overrides the path of the ``llama-server`` binary."""
 DEFAULT_BINARY = Path(__file__).resolve().parents[2] / "build/llama.cpp/bin/llama-server"
-"""Where scripts/setup.sh builds it (the repo's ignored build folder)."""
+"""Where scripts/build_llama_server.sh builds it (the repo's ignored build folder)."""
 PR_SET_PDEATHSIG = 1  # from <sys/prctl.h>
 
 INSTALL_HINT = {

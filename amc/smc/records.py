@@ -5,14 +5,18 @@ A :class:`TaskResult` is written as one JSON line as soon as its task finishes::
     {task_id, env, method, seed, n_particles, config_hash,
      steps: [{t, ess, resampled, ancestors, log_weights, values, log_z_increment, ...}],
      trajectories: [{pid, slot, lineage, steps: [...], total_reward, done,
-                     final_log_weight, failure}],
-     metrics: {oracle_best, selected_reward, weighted_mean_reward, success, ...},
+                     final_log_weight, failure, selection_value}],
+     metrics: {oracle_best, deployable_reward, max_weight_reward, weighted_mean_reward,
+               success, ...},
      usage: {prompt_tokens, completion_tokens, cached_tokens, calls, retries, cost_usd},
      wall_s, failures: [...]}
 
 ``trajectories`` holds the final population (``slot`` = its index) plus every finished
 trajectory that resampling later dropped (``slot`` = null): together, the pool every method is
-scored over.
+scored over. ``selection_value`` is what the run's selection value predicted for a
+trajectory (:func:`amc.smc.scoring.selection_history`; null without one). Records written
+before the metrics were renamed load with the new names
+(:func:`amc.smc.scoring.upgrade_metric_keys`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from amc.smc.scoring import upgrade_metric_keys
 from amc.types import History, Step, Usage
 
 
@@ -83,6 +88,7 @@ class TrajectoryRecord:
     done: bool
     final_log_weight: float
     failure: str | None = None
+    selection_value: float | None = None  # the selection value's f at selection_history
 
     def history(self, task_id: str, observation0: str) -> History:
         """The trajectory as a :class:`History` (for value-model datasets)."""
@@ -93,7 +99,7 @@ class TrajectoryRecord:
             "pid": self.pid, "slot": self.slot, "lineage": list(self.lineage),
             "steps": [s.to_dict() for s in self.steps], "total_reward": self.total_reward,
             "done": self.done, "final_log_weight": _finite(self.final_log_weight),
-            "failure": self.failure,
+            "failure": self.failure, "selection_value": self.selection_value,
         }
 
     @classmethod
@@ -103,6 +109,7 @@ class TrajectoryRecord:
             steps=tuple(Step.from_dict(s) for s in d["steps"]),
             total_reward=float(d["total_reward"]), done=bool(d["done"]),
             final_log_weight=_num(d["final_log_weight"]), failure=d.get("failure"),
+            selection_value=d.get("selection_value"),
         )
 
 
@@ -149,7 +156,7 @@ class TaskResult:
             n_particles=int(d["n_particles"]), config_hash=d.get("config_hash", ""),
             steps=tuple(StepInfo.from_dict(s) for s in d["steps"]),
             trajectories=tuple(TrajectoryRecord.from_dict(r) for r in d["trajectories"]),
-            metrics={k: _num(v) for k, v in d["metrics"].items()},
+            metrics={k: _num(v) for k, v in upgrade_metric_keys(d["metrics"]).items()},
             usage=Usage.from_dict(d["usage"]), wall_s=float(d["wall_s"]),
             failures=tuple(d.get("failures", ())), observation0=d.get("observation0", ""),
         )

@@ -28,6 +28,11 @@ step, a fork or a value call raises.
 
 Best-of-N (``resample="never"``), ReAct (N = 1) and SMC with any value are configurations of
 :func:`run_task`; see :mod:`amc.smc.methods`.
+
+A *selection* value, when given, scores the finished task's pool post hoc, in one batched call
+(:func:`amc.smc.scoring.selection_history`: each trajectory's last pre-terminal state with its
+rewards masked); the trajectory it scores highest is the deployable answer. It is the same for
+every method and never touches the weights. Its calls are not counted in the task's usage.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import time
 from contextlib import suppress
+from dataclasses import replace
 
 from amc.config import SMCConfig
 from amc.protocols import EnvSuite, Prior, ValueFunction
@@ -51,7 +57,7 @@ from amc.smc.population import Population, horizon
 from amc.smc.records import StepInfo, TaskResult, TrajectoryRecord
 from amc.smc.resampling import get_resampler
 from amc.smc.schedule import Schedule
-from amc.smc.scoring import task_metrics
+from amc.smc.scoring import selection_history, task_metrics
 
 __all__ = ["run_task", "score_states", "step_rng", "task_seed"]
 
@@ -67,8 +73,13 @@ async def run_task(
     method: str = "smc",
     config_hash: str = "",
     semaphore: asyncio.Semaphore | None = None,
+    selection: ValueFunction | None = None,
 ) -> TaskResult:
-    """Run one method on one task and return its full record (diagnostics included)."""
+    """Run one method on one task and return its full record (diagnostics included).
+
+    ``selection``: the value that picks the deployable answer from the pool (None: no
+    deployable selection; its scores are NaN).
+    """
     t_start = time.perf_counter()
     kernel = Kernel(
         prior=prior, value=value, smc=smc,
@@ -93,8 +104,22 @@ async def run_task(
             await close_all(pop.envs)
         raise
     await close_all(pop.envs)
-    return _result(pop, infos, log_z_prev, suite=suite, method=method, seed=seed,
+    final, archived = pool(pop)
+    scored = [r for r in final + archived if r.failure is None]
+    values = await select_values(selection, scored, pop)
+    return _result(pop, infos, log_z_prev, values, suite=suite, method=method, seed=seed,
                    config_hash=config_hash, smc=smc, wall_s=time.perf_counter() - t_start)
+
+
+async def select_values(selection: ValueFunction | None, scored: list[TrajectoryRecord],
+                        pop: Population) -> list[float] | None:
+    """The selection value of each scored pool trajectory, in one batched call (or None)."""
+    if selection is None or not scored:
+        return None
+    h0 = pop.histories[0]
+    states = [selection_history(r.history(h0.task_id, h0.observation0)) for r in scored]
+    values, _ = await score_states(selection, states, list(range(len(states))))
+    return values
 
 
 def pool(pop: Population) -> tuple[list[TrajectoryRecord], list[TrajectoryRecord]]:
@@ -104,15 +129,24 @@ def pool(pop: Population) -> tuple[list[TrajectoryRecord], list[TrajectoryRecord
     return final, [r for r in pop.archive if r.pid not in in_pop]
 
 
-def _result(pop: Population, infos: list[StepInfo], log_z_prev: float, *, suite: EnvSuite,
-            method: str, seed: int, config_hash: str, smc: SMCConfig, wall_s: float
-            ) -> TaskResult:
-    """The task's record; failed trajectories are kept but not scored."""
+def _result(pop: Population, infos: list[StepInfo], log_z_prev: float,
+            values: list[float] | None, *, suite: EnvSuite, method: str, seed: int,
+            config_hash: str, smc: SMCConfig, wall_s: float) -> TaskResult:
+    """The task's record; failed trajectories are kept but not scored.
+
+    ``values``: selection values of the scored pool (final + dropped, failures left out).
+    """
     final, dropped = pool(pop)
+    if values is not None:  # record what the selection saw, beside each trajectory
+        it = iter(values)  # one value per unfailed trajectory, in pool order
+        both = [r if r.failure else replace(r, selection_value=next(it)) for r in final + dropped]
+        final, dropped = both[:len(final)], both[len(final):]
+    scored_pool = [r for r in final + dropped if r.failure is None]
     scored = [r for r in final if r.failure is None]
-    metrics = task_metrics([r.total_reward for r in final + dropped if r.failure is None],
+    metrics = task_metrics([r.total_reward for r in scored_pool],
                            [r.final_log_weight for r in scored],
-                           [r.total_reward for r in scored], smc.success_threshold)
+                           [r.total_reward for r in scored], smc.success_threshold,
+                           values)
     metrics["log_z"] = pop.log_w.log_mean()
     metrics["log_z_increment_final"] = pop.log_w.log_mean() - log_z_prev
     task_id = pop.histories[0].task_id

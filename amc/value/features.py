@@ -8,8 +8,10 @@ stored; a rerun, a second model size or a grown dataset embeds only the states i
 Layout: ``<root>/<encoder key>/`` holds ``meta.json`` (what the key stands for) and shards
 ``shard-<digest>.npz``, each with ``keys`` (uint8, (n, 16): the first 16 bytes of the SHA-256 of
 each text) and ``features`` (float32, (n, hidden)). The encoder key hashes the backbone's config
-and every weight tensor, the tokenizer's vocabulary and truncation side, ``max_length`` and the
-pooling, so changing any of them starts a separate cache. A shard is written to a temporary
+and every weight tensor, the tokenizer's vocabulary and truncation side, ``max_length``, the
+pooling and the encoder's quantisation (``model.quantize``; int8 also records the quantised
+kernel engine), so changing any of them starts a separate cache: int8 and float features are
+never mixed. A shard is written to a temporary
 file and renamed into place (atomic on POSIX), so an interrupted run leaves complete shards
 only; it loses at most the one shard in progress. The index is the set of shards on disk.
 """
@@ -79,6 +81,11 @@ def encoder_identity(model: ValueModel, tokenizer: Any) -> dict[str, Any]:
         "truncation_side": tokenizer.truncation_side,
         "max_length": model.config.max_length,
         "pooling": model.config.pooling,
+        # int8 features differ from float ones (and between int8 kernels): never mix them.
+        # Float identities omit the keys, so existing float caches keep their directory.
+        **({"quantize": model.config.quantize,
+            "quantized_engine": torch.backends.quantized.engine}
+           if model.config.quantize != "none" else {}),
     }
 
 
@@ -145,6 +152,9 @@ class EmbedStats:
     cache_hits: int = 0
     embedded: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    """User + system CPU time of the whole process (all threads) during the call: the work,
+    apart from waiting for cores on a shared machine."""
 
     @property
     def states_per_s(self) -> float:
@@ -181,7 +191,7 @@ def embed_texts(model: ValueModel, tokenizer: Any, texts: list[str], cache: Feat
     Texts are de-duplicated; the missing ones are embedded in length-sorted batches under
     ``torch.inference_mode`` and flushed to the cache every ``shard_size`` states.
     """
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     keys = [text_key(t) for t in texts]
     stats = EmbedStats(states=len(texts))
     first: dict[bytes, int] = {}
@@ -210,4 +220,5 @@ def embed_texts(model: ValueModel, tokenizer: Any, texts: list[str], cache: Feat
         raise RuntimeError("feature cache lost states it just stored")  # a broken shard write
     out = np.stack(rows) if rows else np.zeros((0, hidden), np.float32)  # type: ignore[arg-type]
     stats.seconds = time.perf_counter() - t0
+    stats.cpu_seconds = time.process_time() - c0
     return out.astype(np.float32, copy=False), stats

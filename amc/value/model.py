@@ -6,6 +6,8 @@
   LoRA via ``peft`` (paper: r=8, alpha=16, dropout 0.1 on q/k/v/o and the MLP projections);
   encoders are fine-tuned fully.
 - Pooling: ``mean`` over non-pad tokens (the reference) or the ``last`` non-pad token.
+- Speed on a CPU (frozen encoders, head mode): ``quantize="int8-dynamic"`` runs the backbone's
+  Linear layers through ``torch.ao.quantization.quantize_dynamic`` (see :func:`int8_copy`).
 - Losses: ``mse`` (default), ``bce`` (BCE-with-logits; predictions go through a sigmoid) and
   ``exp_mse`` (per-sample weight ``exp(lambda * y)``, the paper's "exponentially weighted MSE").
 
@@ -68,6 +70,10 @@ class ModelConfig(Frozen):
     """Keep only the first n transformer layers of the backbone (speed; None = all)."""
     freeze_embeddings: bool = False
     """Freeze the token embedding matrix (fewer trainable parameters, faster steps on CPU)."""
+    quantize: Literal["none", "int8-dynamic"] = "none"
+    """Run the frozen encoder's Linear layers in dynamic int8 (CPU, head mode only; weights stay
+    float in checkpoints and are quantised again on load). Activations are quantised with one
+    scale per batch tensor, so a state's features depend on its batch mates."""
 
 
 def resolve_backbone(name: str) -> str:
@@ -116,6 +122,22 @@ def _truncate_layers(backbone: nn.Module, hf_config: Any, n: int) -> None:
     raise ValueError(f"cannot truncate backbone to {n} layers: no list of {total} blocks found")
 
 
+def int8_copy(backbone: nn.Module) -> nn.Module:
+    """A dynamic-int8 copy of a CPU backbone: every ``nn.Linear`` gets int8 weights (one scale
+    per tensor) and quantises its input on the fly; the float ``backbone`` is left untouched."""
+    import copy
+    import warnings
+
+    if any(p.device.type != "cpu" for p in backbone.parameters()):
+        raise ValueError("quantize='int8-dynamic' runs on CPU only; move the model to the CPU")
+    with warnings.catch_warnings():  # torch >= 2.10 points at torchao; the eager API still works
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        q = torch.ao.quantization.quantize_dynamic(copy.deepcopy(backbone), {nn.Linear},
+                                                   dtype=torch.qint8)
+    return q.eval().requires_grad_(False)
+
+
 class ValueModel(nn.Module):
     """backbone -> pooled hidden state -> head -> one raw output per input."""
 
@@ -125,6 +147,11 @@ class ValueModel(nn.Module):
         self.config = config
         self.hf_config = hf_config
         self.use_lora = config.lora if config.lora is not None else is_decoder(hf_config)
+        if config.quantize != "none" and self.use_lora:
+            raise ValueError("quantize='int8-dynamic' is for frozen encoders, not LoRA models")
+        # The int8 copy is built on first use (after any checkpoint load) and kept out of the
+        # state dict (a tuple, not a submodule): checkpoints hold only the float weights.
+        self._int8: tuple[nn.Module, ...] = ()
         if config.num_layers is not None:
             _truncate_layers(backbone, hf_config, config.num_layers)
         if config.freeze_embeddings:
@@ -160,9 +187,25 @@ class ValueModel(nn.Module):
         assert isinstance(first, nn.Linear)
         return self.head(pooled.to(first.weight.dtype)).squeeze(-1)
 
+    def encoder(self) -> nn.Module:
+        """The module that computes token states: the backbone, or its int8 copy (built once)."""
+        if self.config.quantize == "none":
+            return self.backbone
+        if torch.is_grad_enabled() and any(p.requires_grad for p in self.backbone.parameters()):
+            raise RuntimeError("an int8-quantised encoder is frozen: freeze the backbone "
+                               "(head mode) or use quantize='none'")
+        if not self._int8:
+            self._int8 = (int8_copy(self.backbone),)
+        return self._int8[0]
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
+        """``nn.Module.load_state_dict``; new weights also drop a stale int8 copy."""
+        self._int8 = ()
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+
     def pool(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """The pooled backbone state the head reads, shape (batch, hidden)."""
-        out = self.backbone(input_ids=input_ids, attention_mask=attention_mask)
+        out = self.encoder()(input_ids=input_ids, attention_mask=attention_mask)
         h = out.last_hidden_state  # (B, L, H)
         mask = attention_mask.to(h.dtype).unsqueeze(-1)  # (B, L, 1)
         if self.config.pooling == "mean":
@@ -262,6 +305,9 @@ def load_model(model_dir: str | Path,
         raise FileNotFoundError(f"not a value model directory (no {CONFIG_FILE}): {d}")
     meta = json.loads((d / CONFIG_FILE).read_text())
     config = ModelConfig.model_validate(meta["model"])
+    if config.quantize != "none" and torch.device(device).type != "cpu":
+        raise ValueError(f"{d} was trained on int8 encoder features (quantize="
+                         f"{config.quantize!r}), which run on CPU only, not on {device}")
     if meta["use_lora"]:
         path = resolve_backbone(config.backbone)
         hf_config = AutoConfig.from_pretrained(path)

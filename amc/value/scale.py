@@ -48,7 +48,8 @@ def quality_vs_size(dataset_dir: str | Path, sizes: list[int], cfg: TrainConfig,
                     out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
     """Train head mode on nested training subsets of ``sizes`` states; JSON + plot + MLflow.
 
-    Sizes larger than the training split are dropped (the full split is added instead once).
+    Subsets are drawn from the first ``cfg.max_train_rows`` training rows (all when None).
+    Sizes larger than that pool are dropped (the whole pool is added instead once).
     Returns the written report (also ``out_dir/quality_vs_size.json``).
     """
     from amc.value.data import load_dataset_dir
@@ -60,6 +61,8 @@ def quality_vs_size(dataset_dir: str | Path, sizes: list[int], cfg: TrainConfig,
     check_budget(render, cfg.model.max_length)
     keys = ("text", "target", "reward_so_far", "success", "task_id", "traj")
     splits = {s: {k: list(dsd[s][k]) for k in keys} for s in ("train", "validation", "test")}
+    # ``max_train_rows`` bounds the pool the subsets are drawn from (what train() would embed).
+    splits["train"] = {k: v[: cfg.max_train_rows] for k, v in splits["train"].items()}
     held_name = "test" if splits["test"]["text"] else "validation"
     tok = load_tokenizer_for(cfg.model)
     model = frozen_model(cfg)

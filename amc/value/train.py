@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from amc.config import Frozen
 from amc.value.features import HeadConfig
@@ -79,6 +79,8 @@ class TrainConfig(Frozen):
     """bf16 autocast on GPU (ignored on CPU)."""
     max_train_rows: int | None = Field(None, ge=1)
     """Use only the first rows of the training split (quick runs)."""
+    max_eval_rows: int | None = Field(None, ge=1)
+    """Use only the first rows of the validation and test splits (quick side-by-side runs)."""
     env: str = "generic"
     """Environment name; the model registers as amc-value-<env>."""
     experiment: str = "amc-value"
@@ -89,6 +91,13 @@ class TrainConfig(Frozen):
     """Log to MLflow (params, metrics, plot, model)."""
     register_model: bool = True
     """Register the logged model as amc-value-<env> with the alias challenger."""
+
+    @model_validator(mode="after")
+    def _frozen_int8(self) -> TrainConfig:
+        if self.model.quantize != "none" and self.mode != "head":
+            raise ValueError(f"model.quantize={self.model.quantize!r} needs mode='head' "
+                             "(an int8 encoder cannot be fine-tuned)")
+        return self
 
 
 @dataclass
@@ -152,7 +161,8 @@ def _train(dataset_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None
 
     dsd, render, card = load_dataset_dir(dataset_dir)
     train_cols = columns(dsd["train"], cfg.max_train_rows)
-    val_cols, test_cols = columns(dsd["validation"]), columns(dsd["test"])
+    val_cols = columns(dsd["validation"], cfg.max_eval_rows)
+    test_cols = columns(dsd["test"], cfg.max_eval_rows)
     if not train_cols["text"]:
         raise ValueError(f"dataset {dataset_dir} has no training rows")
     use_cuda = cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())

@@ -179,7 +179,7 @@ def embed_splits(model: ValueModel, tok: Any, splits: dict[str, dict[str, Any]],
         x, st = embed_texts(model, tok, cols["text"], cache, cfg.head.embed_batch_size,
                             cfg.head.shard_size, progress, desc=f"embed {name}")
         out[name] = SplitFeatures(x, cols)
-        for f in ("states", "unique", "cache_hits", "embedded", "seconds"):
+        for f in ("states", "unique", "cache_hits", "embedded", "seconds", "cpu_seconds"):
             setattr(total, f, getattr(total, f) + getattr(st, f))
     return out, total
 
@@ -193,7 +193,8 @@ def train_head(dataset_dir: str | Path, cfg: TrainConfig,
 
     dsd, render, card = load_dataset_dir(dataset_dir)
     splits = {"train": columns(dsd["train"], cfg.max_train_rows),
-              "validation": columns(dsd["validation"]), "test": columns(dsd["test"])}
+              "validation": columns(dsd["validation"], cfg.max_eval_rows),
+              "test": columns(dsd["test"], cfg.max_eval_rows)}
     if not splits["train"]["text"]:
         raise ValueError(f"dataset {dataset_dir} has no training rows")
     check_budget(render, cfg.model.max_length)
@@ -202,7 +203,8 @@ def train_head(dataset_dir: str | Path, cfg: TrainConfig,
     model = frozen_model(cfg)
     run = start_run(cfg, card, render) if cfg.track else None
     feats, st = embed_splits(model, tok, splits, cfg, progress)
-    embed = {"embed_seconds": st.seconds, "embed_cache_hits": float(st.cache_hits),
+    embed = {"embed_seconds": st.seconds, "embed_cpu_seconds": st.cpu_seconds,
+             "embed_cache_hits": float(st.cache_hits),
              "embed_new_states": float(st.embedded), "embed_states_per_s": st.states_per_s}
     log = None
     if run is not None:
@@ -210,13 +212,13 @@ def train_head(dataset_dir: str | Path, cfg: TrainConfig,
 
         mlflow.log_metrics(embed)
         log = mlflow.log_metrics
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     history, best_epoch = fit_head(model, feats["train"], feats["validation"], cfg, log, progress)
-    seconds = time.perf_counter() - t0
+    seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
     val_pred = head_predict(model, feats["validation"].x)
     ev = FinalEval(feats["validation"].metrics(val_pred), val_pred.tolist(), splits["validation"],
                    feats["test"].metrics(head_predict(model, feats["test"].x)))
     n_seen = len(history) * len(feats["train"].x)
-    extra = {**embed, "head_seconds": seconds,
+    extra = {**embed, "head_seconds": seconds, "head_cpu_seconds": cpu_seconds,
              "train_samples_per_s": n_seen / seconds if seconds else 0.0}
     return finish_run(model, tok, cfg, out, render, card, history, best_epoch, run, ev, extra)

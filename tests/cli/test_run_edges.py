@@ -147,7 +147,7 @@ def test_failed_records_of_older_versions_are_rerun_not_kept(tmp_path):
     recs = [json.loads(x) for x in f.read_text().splitlines()]
     good = recs[1]["metrics"]
     recs[1]["failures"] = [{"t": 1, "particle": 0, "error": "authentication failed (401)"}]
-    recs[1]["metrics"] = {**good, "selected_reward": 0.0}  # the damaged score it came with
+    recs[1]["metrics"] = {**good, "max_weight_reward": 0.0}  # the damaged score it came with
     f.write_text("".join(json.dumps(r) + "\n" for r in recs))
     assert runner.invoke(app, [*ARGS, *out]).exit_code == 0
     again = list(read_jsonl(f))

@@ -25,6 +25,13 @@ async def deployments(url: str) -> dict[str, object]:
         return out
 
 
+async def data_eval_limit(url: str) -> object:
+    from flows._common import DATA_EVAL_LIMIT
+
+    async with PrefectClient(api=url) as client:
+        return await client.read_global_concurrency_limit_by_name(DATA_EVAL_LIMIT)
+
+
 @pytest.mark.slow
 def test_deploy_serves_scheduled_deployments(workdir: Path, prefect_server: str) -> None:
     env = {**os.environ, "PREFECT_API_URL": prefect_server, "PYTHONPATH": str(ROOT)}
@@ -46,5 +53,12 @@ def test_deploy_serves_scheduled_deployments(workdir: Path, prefect_server: str)
         assert crons == {"amc-retrain-and-promote/retrain-and-promote": ["0 3 * * 1"],
                          "amc-evaluate/evaluate": ["0 4 * * *"]}
         assert all(s.active for d in found.values() for s in d.schedules)
+        # both write data/eval: one run at a time per deployment, later runs wait (ENQUEUE)
+        for d in found.values():
+            assert d.global_concurrency_limit is not None
+            assert d.global_concurrency_limit.limit == 1
+            assert str(d.concurrency_options.collision_strategy.value) == "ENQUEUE"
+        shared = asyncio.run(data_eval_limit(prefect_server))
+        assert (shared.limit, shared.active) == (1, True)
     finally:
         stop(proc)

@@ -33,7 +33,7 @@ TOY_PARAMS = {
     "collect": {"split": "train", "max_tasks": 12, "rollouts": 4, "seeds": [0]},
     "evaluate": {"split": "test", "max_tasks": 10, "methods": ["bon", "amc"], "n_grid": [8],
                  "seeds": [0, 1], "learned_value": "registry-quality"},
-    "promote": {"metric": "selected_reward", "min_se": 1.0},
+    "promote": {"metric": "max_weight_reward", "level": 0.05},
     "report": {"calibration_states": 40},
 }
 

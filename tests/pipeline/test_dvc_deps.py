@@ -82,11 +82,14 @@ SLOW = pytest.mark.slow  # each case is one more `dvc status` (seconds on a load
     pytest.param("amc/runner.py", {"collect", "evaluate"}, marks=SLOW),
     pytest.param("amc/envs/textcraft/env.py", {"collect", "evaluate"}, marks=SLOW),
     pytest.param("amc/priors/embedded.py", {"collect", "evaluate"}, marks=SLOW),
-    ("amc/value/train.py", {"train", "evaluate", "report"}),
-    pytest.param("amc/value/model.py", {"train", "evaluate", "report"}, marks=SLOW),
-    pytest.param("amc/value/data.py", {"dataset", "train", "evaluate", "report"}, marks=SLOW),
+    # promote scores prior states with both models (its calibration guard)
+    ("amc/value/train.py", {"train", "evaluate", "promote", "report"}),
+    pytest.param("amc/value/model.py", {"train", "evaluate", "promote", "report"}, marks=SLOW),
+    pytest.param("amc/value/data.py", {"dataset", "train", "evaluate", "promote", "report"},
+                 marks=SLOW),
     pytest.param("amc/smc/scoring.py", {"collect", "evaluate", "promote"}, marks=SLOW),
     ("amc/pipeline/report.py", {"report"}),
+    ("amc/pipeline/gate_stats.py", {"promote"}),
 ])
 def test_editing_code_makes_the_stages_using_it_stale(locked: Path, edited: str,
                                                       stages: set[str]) -> None:

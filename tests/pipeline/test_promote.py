@@ -7,6 +7,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
+import yaml
 
 from amc.pipeline import evaluate, promote
 from amc.pipeline.params import load_params
@@ -52,7 +53,28 @@ def test_better_challenger_is_promoted_worse_is_kept(workdir: Path) -> None:
     d = promote.run(p)
     assert d["promote"], d["reason"]
     assert d["delta"] > d["se"] and d["n_pairs"] == 20 and d["oracle_delta"] is not None
+    assert d["p_value"] < 0.05 and d["lower_bound"] > 0
     assert aliases()["champion"] == good
+    # the calibration guard measured both models on the same prior states: the adversarial
+    # value (-1 x the soft value) is the worse calibrated
+    g = d["guards"]
+    assert g["challenger"]["calibration_states"] > 0
+    assert g["challenger"]["calibration_mae"] < g["champion"]["calibration_mae"]
+    t = tags(good)  # the evidence, and the drift monitor's baseline, on the version
+    assert float(t["promotion.p_value"]) == pytest.approx(d["p_value"])
+    assert float(t["baseline.calibration_mae"]) == pytest.approx(g["challenger"]
+                                                                 ["calibration_mae"])
+    assert float(t["baseline.success"]) == pytest.approx(g["challenger"]["success"])
+    assert "PROMOTED" in promote.markdown(d) and "calibration_mae" in promote.markdown(d)
+
+    # a guard vetoes a challenger that wins the test (decide is pure: same evaluation)
+    res = evaluate.load_results(p, evaluate.load_plan(p))
+    current = {"challenger": good, "champion": bad}
+    vetoed = promote.decide(p, ev, res, current, {
+        "challenger": {"tokens_per_task": 300.0, "calibration_mae": 0.1},
+        "champion": {"tokens_per_task": 100.0, "calibration_mae": 0.1}})
+    assert not vetoed["promote"] and "tokens per task" in vetoed["reason"]
+    assert promote.decide(p, ev, res, current, {})["promote"]  # unmeasured guards: no veto
 
     worse = register_version(workdir, -1.0)  # new challenger, worse than the champion
     evaluate.run(p)
@@ -70,6 +92,41 @@ def test_equal_model_within_se_is_kept(workdir: Path) -> None:
     d = promote.run(p)
     assert not d["promote"] and d["delta"] == pytest.approx(0.0)
     assert aliases()["champion"] == champ
+
+    # a champion the drift monitor marked only needs matching, by a better calibrated head
+    ev = evaluate.load_record(p)
+    res = evaluate.load_results(p, evaluate.load_plan(p))
+    current = {"challenger": d["challenger_version"], "champion": champ}
+    def guards(mine: float) -> dict:
+        return {"challenger": {"calibration_mae": mine}, "champion": {"calibration_mae": 0.3}}
+    tie = promote.decide(p, ev, res, current, guards(0.1), champion_drifted=True)
+    assert tie["promote"] and tie["min_effect"] == -p.promote.drift_margin, tie["reason"]
+    stale = promote.decide(p, ev, res, current, guards(0.4), champion_drifted=True)
+    assert not stale["promote"] and "drifted" in stale["reason"]
+    assert not promote.decide(p, ev, res, current, guards(0.1))["promote"]  # not drifted
+
+
+def test_evaluation_set_is_frozen_by_the_first_gate(workdir: Path) -> None:
+    register_version(workdir, -1.0, alias="champion")
+    register_version(workdir, 1.0)
+    p = load_params("params.yaml")
+    evaluate.run(p)
+    d = promote.run(p)
+    frozen = json.loads(Path("frozen/eval_set.json").read_text())
+    assert frozen["digest"] == d["eval_set"] and frozen["seeds"] == [0, 1]
+    assert len(frozen["tasks"]) == 10
+
+    # another evaluation set (fewer tasks) is refused, however good the challenger
+    data = yaml.safe_load(Path("params.yaml").read_text())
+    data["evaluate"]["max_tasks"] = 6
+    Path("params.yaml").write_text(yaml.safe_dump(data))
+    register_version(workdir, 1.0)
+    p = load_params("params.yaml")
+    evaluate.run(p)
+    before = aliases()["champion"]
+    d = promote.run(p)
+    assert not d["promote"] and "frozen set" in d["reason"]
+    assert aliases()["champion"] == before
 
 
 def test_failed_evaluation_never_promotes(workdir: Path) -> None:

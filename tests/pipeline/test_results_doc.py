@@ -6,8 +6,9 @@ from amc.pipeline.results_doc import reading, write_results_doc
 
 
 def _m(role, n, sel, se, oracle=None, success=0.5):
-    return {"role": role, "n": n, "tasks": 20, "runs": 40, "selected_reward": sel,
-            "selected_reward_se": se, "oracle_best": sel if oracle is None else oracle,
+    return {"role": role, "n": n, "tasks": 20, "runs": 40, "deployable_reward": sel,
+            "deployable_reward_se": se, "max_weight_reward": sel, "max_weight_reward_se": se,
+            "oracle_best": sel if oracle is None else oracle,
             "oracle_best_se": se, "weighted_mean_reward": sel, "weighted_mean_reward_se": se,
             "success": success, "success_se": 0.05, "tokens_per_task": 1000.0,
             "cost_per_task": 0.01}
@@ -18,19 +19,25 @@ def test_reading_calls_wins_only_beyond_two_standard_errors():
                "smc@8+learned": _m("amc", 8, 0.62, 0.02), "smc@8+zs": _m("smc", 8, 0.60, 0.03),
                "bon@15": _m("bon", 15, 0.55, 0.02), "smc@15+learned": _m("amc", 15, 0.56, 0.02)}
     text = "\n".join(reading(methods))
-    assert "N = 8, reward-free (max weight): `smc@8+learned` − `bon@8` = +0.120 → better" in text
-    assert "N = 15, reward-free (max weight): `smc@15+learned` − `bon@15` = +0.010 → not " \
+    assert "N = 8, deployable (value-selected): `smc@8+learned` − `bon@8` = +0.120 → better" \
+        in text
+    assert "N = 15, deployable (value-selected): `smc@15+learned` − `bon@15` = +0.010 → not " \
            "separable" in text
-    assert "learned vs other value (`smc@8+zs`), reward-free: +0.020 → not separable" in text
+    assert "learned vs other value (`smc@8+zs`), deployable: +0.020 → not separable" in text
     assert "Scaling: `smc@8+learned` vs Best-of-15, oracle: +0.070 → better" in text
     assert "No method solved" not in text
     assert "Ceiling" not in text
     paired = {"smc@8+learned": {"method": "smc@8+learned", "baseline": "bon@8", "runs": 40,
-                                "selected_reward": 0.05, "selected_reward_se": 0.01,
+                                "tasks": 20, "deployable_reward": 0.05,
+                                "deployable_reward_se": 0.01, "deployable_reward_lo": 0.03,
+                                "deployable_reward_hi": 0.07,
                                 "oracle_best": 0.0, "oracle_best_se": 0.0}}
     text = "\n".join(reading(methods, paired))
-    assert ("N = 8, reward-free (max weight): `smc@8+learned` − `bon@8` = +0.050 ± 0.010 "
-            "(paired over 40 runs) → better") in text
+    assert ("N = 8, deployable (value-selected): `smc@8+learned` − `bon@8` = +0.050 ± 0.010, "
+            "95% interval [+0.030, +0.070] (paired over 40 runs on 20 tasks) → better") in text
+    wide = {"smc@8+learned": {**paired["smc@8+learned"], "deployable_reward_lo": -0.01}}
+    assert "[-0.010, +0.070] (paired over 40 runs on 20 tasks) → not separable (95% " \
+           "interval includes 0)" in "\n".join(reading(methods, wide))
     assert "N = 8, oracle best-of-pool: `smc@8+learned` − `bon@8` = +0.000 (paired over 40 " \
            "runs) → identical on every run" in text
     easy = {**methods, "bon@15": {**methods["bon@15"], "success": 0.95}}
@@ -115,7 +122,7 @@ def test_extra_configuration_from_amc_run_and_cli_errors(tmp_path, monkeypatch):
 
 
 def test_roles_of_amc_run_specs_follow_the_configured_values():
-    from amc.pipeline.results_doc import _role, describe_config
+    from amc.pipeline.run_summary import _role, describe_config
 
     cfg = {"value": {"name": "learned", "options": {"model": "models:/v@champion"}},
            "values": {"zs": {"name": "zero-shot"}, "mine": {"name": "learned"}}}
@@ -125,3 +132,33 @@ def test_roles_of_amc_run_specs_follow_the_configured_values():
     lines = describe_config({"prior": {"name": "embedded", "options": {"cache": True}},
                              "env": {"name": "textcraft"}, "smc": {}})
     assert "model `gemma-3-270m`, prompt `menu`" in lines[1]  # registered defaults filled in
+
+
+def test_unmeasured_deployable_is_na_and_old_summaries_read_as_new(tmp_path):
+    nan = float("nan")
+    old = {k.replace("max_weight_reward", "selected_reward"): v
+           for k, v in _m("bon", 4, 0.4, 0.1).items() if "deployable" not in k}
+    new = {**_m("amc", 4, 0.5, 0.1), "deployable_reward": nan, "deployable_reward_se": nan}
+    summary = {"env": "textcraft", "eval_status": "complete",
+               "methods": {"bon@4": old, "smc@4+c": new}}
+    (tmp_path / "s.json").write_text(json.dumps(summary))
+    doc = write_results_doc(tmp_path / "s.json", tmp_path, tmp_path / "r.md").read_text()
+    bon_row = next(x for x in doc.splitlines() if x.startswith("| `bon@4`"))
+    assert bon_row.count("0.400 ± 0.100") == 3  # max weight (read from selected_reward), ...
+    assert "| n/a |" in bon_row and "| n/a |" in doc.split("| `smc@4+c`")[1]
+    assert "deployable (value-selected): `smc@4+c` − `bon@4` = n/a → not measured" in doc
+
+
+def test_paired_table_shows_intervals_and_na_for_unmeasured():
+    from amc.pipeline.results_doc import paired_table
+
+    row = {"baseline": "bon@8", "runs": 40, "tasks": 20, "deployable_reward": 0.05,
+           "deployable_reward_se": 0.01, "deployable_reward_lo": 0.03,
+           "deployable_reward_hi": 0.07, "oracle_best": 0.1, "oracle_best_se": 0.02,
+           "max_weight_reward": None, "success": 0.1, "success_se": 0.02,
+           "success_lo": 0.06, "success_hi": 0.14}
+    table = paired_table({"smc@8+c": row})
+    line = table.splitlines()[2]
+    assert line.startswith("| `smc@8+c` | `bon@8` | 40 | 20 | +0.050 [+0.030, +0.070] |")
+    assert "+0.100 ± 0.020" in line and "| n/a |" in line and "+0.100 [+0.060, +0.140]" in line
+    assert paired_table({}) == ""

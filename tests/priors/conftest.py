@@ -24,13 +24,15 @@ def faulty_server():
         yield srv
 
 
-@pytest.fixture(scope="session")
-def embedded_server():
-    if not llama_server_available():
-        pytest.skip("llama-cpp-python[server] is not installed (run scripts/setup.sh)")
+@pytest.fixture(scope="session", params=["cpp", "python"])
+def embedded_server(request):
+    """The embedded model on each llama.cpp server that is built here (both backends)."""
+    if not llama_server_available(request.param):
+        pytest.skip(f"the {request.param} llama.cpp server is not built (scripts/setup.sh)")
     # The assembled GGUF lives in the repo's .cache (reused across sessions and CI steps).
     cache = Path(__file__).resolve().parents[2] / ".cache"
-    with EmbeddedServer("gemma-3-270m", n_ctx=4096, cache_dir=cache) as srv:
+    with EmbeddedServer("gemma-3-270m", backend=request.param, n_ctx=4096,
+                        cache_dir=cache) as srv:
         yield srv
 
 

@@ -195,10 +195,10 @@ def test_failed_particles_never_win_nor_count(synth, schedule):
         assert res.metrics["oracle_best"] == max(t.total_reward for t in ok)
         pop_ok = [t for t in res.population if not t.failure]
         if not pop_ok:  # only failures left in the population: nothing to select
-            assert math.isnan(res.metrics["selected_reward"])
+            assert math.isnan(res.metrics["max_weight_reward"])
             continue
         best = max(pop_ok, key=lambda t: t.final_log_weight)
-        assert res.metrics["selected_reward"] == best.total_reward
+        assert res.metrics["max_weight_reward"] == best.total_reward
         W = np.exp([t.final_log_weight for t in pop_ok])
         assert res.metrics["weighted_mean_reward"] == pytest.approx(
             np.dot(W / W.sum(), [t.total_reward for t in pop_ok]))

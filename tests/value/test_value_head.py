@@ -63,7 +63,8 @@ def test_mlflow_has_epoch_and_embedding_metrics(head_run, mlflow_uri: str) -> No
     steps = client.get_metric_history(head_run.run_id, "val_pearson")
     assert [m.step for m in steps] == list(range(1, len(head_run.history) + 1))
     for key in ("train_mse", "val_auc", "val_ece", "best_val_pearson", "embed_seconds",
-                "embed_cache_hits", "embed_new_states", "embed_states_per_s", "head_seconds"):
+                "embed_cpu_seconds", "embed_cache_hits", "embed_new_states",
+                "embed_states_per_s", "head_seconds", "head_cpu_seconds"):
         assert key in run.data.metrics, key
     mv = client.get_model_version_by_alias(f"amc-value-{ENV}", "challenger")
     assert head_run.registered == (f"amc-value-{ENV}", str(mv.version))
@@ -139,3 +140,21 @@ def test_calibration_error() -> None:
     assert calibration_error(p, y) == pytest.approx(0.04)
     assert calibration_error(np.ones(4), np.array([1, 0, 1, 0], bool)) == pytest.approx(0.5)
     assert np.isnan(calibration_error(np.zeros(0), np.zeros(0, bool)))
+
+
+@pytest.mark.slow
+def test_row_limits_bound_what_is_embedded_and_subsampled(dataset_dir: Path, head_cfg,
+                                                          tmp_path: Path) -> None:
+    from amc.value.data import load_dataset_dir
+
+    dsd = load_dataset_dir(dataset_dir)[0]
+    cfg = head_cfg.model_copy(update={
+        "track": False, "max_train_rows": 20, "max_eval_rows": 8,
+        "head": head_cfg.head.model_copy(update={"cache_dir": tmp_path / "cache"})})
+    res = train(dataset_dir, cfg, tmp_path / "run")
+    wanted = set(dsd["train"]["text"][:20]) | set(dsd["validation"]["text"][:8])
+    assert res.best["embed_new_states"] == len(wanted) < len(set(dsd["validation"]["text"]))
+    report = quality_vs_size(dataset_dir, [5, 10**6], cfg.model_copy(update={"max_train_rows": 40}),
+                             tmp_path / "q", progress=False)
+    assert report["train_states_available"] == 40
+    assert [r["train_states"] for r in report["rows"]] == [5, 40]

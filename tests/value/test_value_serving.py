@@ -274,4 +274,4 @@ async def test_run_with_remote_value_equals_in_process_champion(
         va = [v for s in a.steps for v in s.values if v is not None]
         vb = [v for s in b.steps for v in s.values if v is not None]
         assert va and vb == pytest.approx(va, abs=1e-5)
-        assert dict(b.metrics) == pytest.approx(dict(a.metrics), abs=1e-9)
+        assert dict(b.metrics) == pytest.approx(dict(a.metrics), abs=1e-9, nan_ok=True)

@@ -27,7 +27,7 @@ from math import ceil
 from amc.envs.textcraft.actions import menu
 from amc.envs.textcraft.env import TextCraftEnv, listed_recipes
 from amc.envs.textcraft.recipes import Recipe, RecipeBook, pretty
-from amc.envs.textcraft.tasks import concrete
+from amc.envs.textcraft.tasks import choose_recipes, concrete
 
 
 @dataclass(frozen=True)
@@ -48,25 +48,7 @@ class GoalPlan:
 @lru_cache(maxsize=4096)
 def goal_plan(book: RecipeBook, goal: str) -> GoalPlan:
     """Recipe choices of :func:`~amc.envs.textcraft.tasks.plan` for ``goal`` (cached)."""
-    recipes: dict[str, Recipe] = {}
-    order: list[str] = []
-    base: set[str] = set()
-
-    def visit(item: str) -> None:
-        if item in recipes:
-            return
-        if book.is_base(item):
-            base.add(item)
-            return
-        r = book.best_recipe(item)
-        if r is None:
-            raise ValueError(f"{pretty(item)} cannot be crafted or fetched")
-        recipes[item] = r
-        for ing, _ in r.inputs:
-            visit(concrete(book, ing))
-        order.append(item)
-
-    visit(goal)
+    recipes, order, base = choose_recipes(book, goal)
     inputs = {i: tuple((concrete(book, n), k) for n, k in r.inputs) for i, r in recipes.items()}
     return GoalPlan(goal, tuple(order), recipes, inputs, tuple(sorted(base)))
 

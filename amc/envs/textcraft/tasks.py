@@ -39,16 +39,21 @@ def concrete(book: RecipeBook, name: str) -> str:
     return name
 
 
-def plan(book: RecipeBook, goal: str) -> list[str]:
-    """A short action list that crafts ``goal`` from an empty inventory.
+def choose_recipes(book: RecipeBook, goal: str) -> tuple[dict[str, Recipe], list[str], set[str]]:
+    """The plan's recipe choices for ``goal``: (crafted item -> min-depth recipe, crafted items in
+    post-order (ingredients before the items that use them), base items reached).
 
-    Demands are totalled over the recipe DAG first, so each base item is fetched once and each
-    intermediate is crafted exactly ``ceil(demand / yield)`` times."""
+    Tags resolve to their :func:`concrete` member; raises ``ValueError`` if an item on the way can
+    be neither crafted nor fetched."""
     chosen: dict[str, Recipe] = {}
-    order: list[str] = []  # post-order: ingredients before the items that use them
+    order: list[str] = []
+    base: set[str] = set()
 
     def visit(item: str) -> None:
-        if item in chosen or book.is_base(item):
+        if item in chosen:
+            return
+        if book.is_base(item):
+            base.add(item)
             return
         r = book.best_recipe(item)
         if r is None:
@@ -58,9 +63,18 @@ def plan(book: RecipeBook, goal: str) -> list[str]:
             visit(concrete(book, ing))
         order.append(item)
 
+    visit(goal)
+    return chosen, order, base
+
+
+def plan(book: RecipeBook, goal: str) -> list[str]:
+    """A short action list that crafts ``goal`` from an empty inventory.
+
+    Demands are totalled over the recipe DAG first, so each base item is fetched once and each
+    intermediate is crafted exactly ``ceil(demand / yield)`` times."""
     if book.is_base(goal):
         return [f"get 1 {pretty(goal)}"]
-    visit(goal)
+    chosen, order, _ = choose_recipes(book, goal)
     demand: dict[str, int] = defaultdict(int)
     demand[goal] = 1
     crafts: dict[str, int] = {}

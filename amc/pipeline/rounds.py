@@ -1,0 +1,302 @@
+"""Rounds: every retraining is a numbered round of *fresh* prior rollouts.
+
+Without rounds, a scheduled retraining re-runs collect with the same ``collect.seeds``: collect
+resumes, finds every task done, and the loop retrains on the same data forever. With
+``rounds.enabled`` each retraining is round ``r = 0, 1, 2, ...``:
+
+- **Fresh seeds.** Round r collects with the seed block ``r * rounds.seed_stride + s`` for each
+  ``s`` in ``collect.seeds`` (every ``s`` must be below the stride, so blocks are disjoint).
+  Opening a round asserts that none of its seeds was used by an earlier round (the ledger
+  records each round's seeds), so rollouts are never reused, even if the stride is changed.
+- **Append-only store.** Round r's rollouts go to ``<collect.out_dir>/round-<r:04d>/`` (the
+  usual ``bon@G__seed<k>.jsonl`` files and ``manifest.json``); nothing else is written there,
+  and a closed round is never written again (:func:`record_step` refuses). The whole
+  ``collect.out_dir`` stays the DVC output of the collect stage.
+- **Dataset window.** The dataset stage builds one dataset from the rounds ``(r - window, r]``
+  (``rounds.window``; None = every round), so each round produces a new dataset version
+  (``dvc commit`` records its hash in ``dvc.lock``; the training run logs it as its input).
+- **Ledger.** ``<rounds.ledger_dir>/round-<r:04d>.json``: status (``open`` or ``closed``),
+  seeds, the prior's identity (:func:`prior_identity`), and each step's result (``collect``,
+  ``dataset``, ``train``, ``promote``), written atomically by the stages themselves.
+
+Lifecycle: the collect stage opens the round (:func:`open_round`: resumes the one open round,
+else opens ``last + 1``), the stages record their steps, the promote stage closes it. A crash
+leaves the round open: the next run resumes it (collect skips finished tasks, training reuses a
+version already registered for the same dataset) and earlier rounds stay byte-identical.
+Only one round is open at a time; open it once before fanning out (the flows do).
+
+``python -m amc.pipeline.rounds [params.yaml]`` runs one whole round in this process
+(:func:`run_round`: every stage's ``run``, each followed by ``dvc commit -f <stage>`` in a DVC
+project), as the scheduled Prefect flow does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import importlib
+import json
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from amc.pipeline.params import OVERRIDES_ROOT, PipelineParams
+from amc.results import write_json_atomic
+
+STAGES = ("collect", "dataset", "train", "evaluate", "promote", "report")
+"""The stages of a round, in order."""
+SECRET_WORDS = ("key", "token", "secret", "password")
+"""Option names containing these never enter the ledger."""
+
+
+def enabled(p: PipelineParams) -> bool:
+    """Whether the run uses rounds (``rounds.enabled``)."""
+    return p.rounds.enabled
+
+
+def round_dir(p: PipelineParams, r: int) -> Path:
+    """Where round r's rollouts and manifest live."""
+    return p.collect.out_dir / f"round-{r:04d}"
+
+
+def ledger_path(p: PipelineParams, r: int) -> Path:
+    """Round r's ledger record."""
+    return p.rounds.ledger_dir / f"round-{r:04d}.json"
+
+
+def round_seeds(p: PipelineParams, r: int) -> tuple[int, ...]:
+    """Round r's seed block: ``r * seed_stride + s`` for every s in ``collect.seeds``."""
+    stride = p.rounds.seed_stride
+    bad = [s for s in p.collect.seeds if not 0 <= s < stride]
+    if bad:
+        raise ValueError(f"collect.seeds {bad} must lie in [0, rounds.seed_stride={stride}) so "
+                         "that rounds get disjoint seed blocks")
+    return tuple(r * stride + s for s in p.collect.seeds)
+
+
+def list_rounds(p: PipelineParams) -> list[dict[str, Any]]:
+    """Every ledger record, by round number."""
+    recs = [json.loads(f.read_text()) for f in p.rounds.ledger_dir.glob("round-*.json")]
+    return sorted(recs, key=lambda rec: int(rec["round"]))
+
+
+def load_round(p: PipelineParams, r: int) -> dict[str, Any]:
+    """Round r's ledger record (clear error when missing)."""
+    path = ledger_path(p, r)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: round {r} was never opened")
+    return json.loads(path.read_text())
+
+
+def open_rounds(p: PipelineParams) -> list[dict[str, Any]]:
+    """The records still open (at most one, unless the ledger was edited by hand)."""
+    return [rec for rec in list_rounds(p) if rec["status"] == "open"]
+
+
+def current_round(p: PipelineParams) -> dict[str, Any] | None:
+    """The open round, if any (error when several are open)."""
+    found = open_rounds(p)
+    if len(found) > 1:
+        raise RuntimeError(f"rounds {[rec['round'] for rec in found]} are all open in "
+                           f"{p.rounds.ledger_dir}: close all but one")
+    return found[0] if found else None
+
+
+def active_round(p: PipelineParams) -> int | None:
+    """The open round, else the latest one, else None (no round yet, or rounds off)."""
+    if not enabled(p):
+        return None
+    rec = current_round(p)
+    if rec is not None:
+        return int(rec["round"])
+    recs = list_rounds(p)
+    return int(recs[-1]["round"]) if recs else None
+
+
+def open_round(p: PipelineParams) -> dict[str, Any]:
+    """Resume the open round, or open the next one (fresh seeds asserted); its record."""
+    if not enabled(p):
+        raise ValueError("rounds.enabled is false: set it in params.yaml to retrain in rounds")
+    ident = prior_identity(p)
+    rec = current_round(p)
+    if rec is not None:
+        if _comparable(rec["prior"]) != _comparable(ident):
+            raise ValueError(f"round {rec['round']} was opened with prior {rec['prior']}, "
+                             f"params now say {ident}: finish it with that prior first")
+        return rec
+    recs = list_rounds(p)
+    r = int(recs[-1]["round"]) + 1 if recs else 0
+    seeds = round_seeds(p, r)
+    used = {int(s) for old in recs for s in old["seeds"]}
+    reused = sorted(used & set(seeds))
+    if reused:
+        raise RuntimeError(f"round {r}: seeds {reused} were used by an earlier round; "
+                           "rollouts of a round must be fresh (was rounds.seed_stride changed?)")
+    if round_dir(p, r).exists() and any(round_dir(p, r).iterdir()):
+        raise RuntimeError(f"{round_dir(p, r)} already holds files but round {r} has no "
+                           "ledger record: refusing to mix rollouts")
+    rec = {"round": r, "status": "open", "seeds": list(seeds), "prior": ident,
+           "opened_at": _now(), "closed_at": None, "steps": {}}
+    write_json_atomic(ledger_path(p, r), rec)
+    return rec
+
+
+def record_step(p: PipelineParams, r: int, step: str, info: dict[str, Any]) -> dict[str, Any]:
+    """Store a step's result in round r's record (only while the round is open)."""
+    rec = load_round(p, r)
+    if rec["status"] != "open":
+        raise RuntimeError(f"round {r} is closed: its record is never rewritten")
+    rec["steps"][step] = info
+    write_json_atomic(ledger_path(p, r), rec)
+    return rec
+
+
+def close_round(p: PipelineParams, r: int) -> dict[str, Any]:
+    """Mark round r closed: the next collect opens round r + 1."""
+    rec = load_round(p, r)
+    if rec["status"] == "open":
+        rec.update(status="closed", closed_at=_now())
+        write_json_atomic(ledger_path(p, r), rec)
+    return rec
+
+
+def finish_round(p: PipelineParams, d: dict[str, Any]) -> dict[str, Any] | None:
+    """After the promotion gate: store decision ``d`` in the open round and close it.
+
+    A gate that saw an incomplete or failed evaluation leaves the round open (rerun to resume
+    it). Returns the round's record (None without an open round).
+    """
+    rec = current_round(p) if enabled(p) else None
+    if rec is None:
+        return None
+    r = int(rec["round"])
+    keep = ("promote", "reason", "model", "challenger_version", "champion_version",
+            "champion_after", "metric", "delta", "se", "n_pairs", "eval_status", "decided_at")
+    rec = record_step(p, r, "promote", {k: d.get(k) for k in keep})
+    return close_round(p, r) if d.get("eval_status") == "complete" else rec
+
+
+def round_params(p: PipelineParams, rec: dict[str, Any]) -> PipelineParams:
+    """``p`` with collect writing round ``rec``'s directory with its seed block."""
+    r = int(rec["round"])
+    if tuple(rec["seeds"]) != round_seeds(p, r):
+        raise ValueError(f"round {r} was opened with seeds {rec['seeds']}, params now give "
+                         f"{list(round_seeds(p, r))}: collect.seeds or rounds.seed_stride "
+                         "changed mid-round")
+    c = p.collect.model_copy(update={"out_dir": round_dir(p, r), "seeds": tuple(rec["seeds"])})
+    return p.model_copy(update={"collect": c})
+
+
+def collect_params(p: PipelineParams) -> PipelineParams:
+    """The collect params of the open round (``p`` itself when rounds are off)."""
+    if not enabled(p):
+        return p
+    rec = current_round(p)
+    if rec is None:
+        raise RuntimeError("no open round: open one first (amc.pipeline.rounds.open_round)")
+    return round_params(p, rec)
+
+
+def window(p: PipelineParams, r: int) -> list[int]:
+    """The rounds a dataset of round r is built from: ``(r - window, r]``, all recorded."""
+    lo = 0 if p.rounds.window is None else max(0, r - p.rounds.window + 1)
+    have = {int(rec["round"]) for rec in list_rounds(p)}
+    missing = [x for x in range(lo, r + 1) if x not in have]
+    if missing:
+        raise FileNotFoundError(f"rounds {missing} have no ledger record in "
+                                f"{p.rounds.ledger_dir}")
+    return list(range(lo, r + 1))
+
+
+def prior_identity(p: PipelineParams) -> dict[str, Any]:
+    """What the prior was: name, options (no secrets), declared and reported model, prompts.
+
+    ``reported_models`` is what an OpenAI-compatible endpoint lists at ``<base_url>/models``
+    (None when the prior has no ``base_url`` option or the endpoint does not answer in 5 s).
+    """
+    opts = {k: v for k, v in p.prior.options.items()
+            if not any(w in k.lower() for w in SECRET_WORDS)}
+    blob = json.dumps(opts, sort_keys=True, default=str)
+    declared = next((str(opts[k]) for k in ("model", "model_path", "repo_id", "hf_file")
+                     if opts.get(k)), None)
+    return {"name": p.prior.name, "options": json.loads(blob), "model": declared,
+            "options_sha256": hashlib.sha256(blob.encode()).hexdigest()[:16],
+            "prompt_sha256": prompt_hash(p.env.name),
+            "reported_models": reported_models(opts.get("base_url"))}
+
+
+def prompt_hash(env: str) -> str:
+    """Hash of the prompt set the LLM priors use for ``env`` (instruction, examples)."""
+    from amc.priors import prompts
+
+    with contextlib.suppress(ImportError):  # none: the generic prompts
+        importlib.import_module(f"amc.priors.prompts.{env}")  # registers the env's prompts
+    blob = json.dumps(dataclasses.asdict(prompts.get_prompts(env)), sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def reported_models(base_url: Any) -> list[str] | None:
+    """Model ids an OpenAI-compatible endpoint reports (None: no endpoint or no answer)."""
+    if not base_url:
+        return None
+    import httpx
+
+    try:
+        resp = httpx.get(f"{str(base_url).rstrip('/')}/models", timeout=5.0)
+        resp.raise_for_status()
+        return sorted(str(m.get("id")) for m in resp.json().get("data", []))
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+
+
+def _comparable(ident: dict[str, Any]) -> dict[str, Any]:
+    # what the endpoint reports may flicker (timeouts); the configured identity must not change
+    return {k: v for k, v in ident.items() if k != "reported_models"}
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def dvc_commit(stage: str, root: Path = Path(".")) -> bool:
+    """``dvc commit -f <stage>`` when ``root`` is a DVC project (False otherwise)."""
+    if not (root / ".dvc").is_dir():
+        return False
+    proc = subprocess.run(["dvc", "commit", "-f", stage], cwd=root, capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"dvc commit -f {stage} failed: {proc.stderr.strip()[-500:]}")
+    return True
+
+
+def run_round(p: PipelineParams, stages: Sequence[str] = STAGES, *,
+              record: bool = True) -> dict[str, Any]:
+    """One round in this process: open (or resume) it, run ``stages``; the round's record.
+
+    Each stage's ``run`` is followed by ``dvc commit -f <stage>`` (``record``; only for
+    ``params.yaml`` runs in a DVC project), so ``dvc.lock`` holds every round's dataset hash
+    when training reads it. The promote stage closes the round.
+    """
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        raise ValueError(f"unknown stages {unknown}; choose from {list(STAGES)}")
+    r = int(open_round(p)["round"])
+    for stage in stages:
+        importlib.import_module(f"amc.pipeline.{stage}").run(p)
+        if record and not p.collect.out_dir.is_relative_to(OVERRIDES_ROOT):
+            dvc_commit(stage)
+    return load_round(p, r)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m amc.pipeline.rounds [params.yaml]``: run one whole round."""
+    from amc.pipeline.params import stage_main
+
+    stage_main(lambda p: print(json.dumps(run_round(p), indent=2)), argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""Where a LoRA adapter for the ``hf`` prior lives: a folder or an MLflow registry URI.
+
+``amc grpo`` registers its adapter folder as a version of ``amc-policy-<env>``; the ``hf``
+prior's ``adapter`` option accepts that ``models:/<name>/<version>`` URI, a ``runs:/`` URI or
+the folder itself, and gets a local copy through MLflow's artifact download.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+
+def resolve_adapter(uri: str, tracking_uri: str | None = None) -> Path:
+    """A local adapter folder for a local path, ``models:/<name>/<version>`` or ``runs:/``."""
+    if re.match(r"^(models|runs):/", uri) is None:
+        path = Path(uri).expanduser()
+        if not (path / "adapter_config.json").is_file():
+            raise FileNotFoundError(f"no LoRA adapter (adapter_config.json) in {uri}")
+        return path
+    import mlflow
+
+    from amc.tracking import tracking_uri as resolve_uri
+
+    mlflow.set_tracking_uri(resolve_uri(tracking_uri))
+    if uri.startswith("models:/"):
+        name, _, version = uri[len("models:/"):].partition("/")
+        if not version:
+            raise ValueError(f"give a version: models:/{name}/<version>")
+        source = mlflow.MlflowClient().get_model_version(name, version).source
+        local = Path(mlflow.artifacts.download_artifacts(artifact_uri=source))
+    else:
+        local = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri))
+    return resolve_adapter(str(local))

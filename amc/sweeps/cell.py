@@ -1,0 +1,207 @@
+"""The sweep's DVC stage: one cell = Best-of-N and AMC at equal N on the same (task, seed) pairs.
+
+For every task of the cell's split and every seed, the stage runs ``bon@N`` (the prior's N
+independent rollouts) and ``smc@N`` with the cell's value through the ordinary driver
+(:func:`amc.smc.sampler.run_task`, the configurations :func:`parse_method` makes), with the
+``planner-mix`` prior at skill q on TextCraft (binary reward, depth ``depth``). The task's step
+budget is its optimal plan's length + ``slack``; the ``rollout`` value's horizon is that budget.
+
+Outputs (paths relative to ``sweeps/``): ``out/runs.json`` -- the cell's parameters and one row
+per (task, seed) with both methods' task metrics and prior calls/tokens (the evidence that is
+committed) -- and ``out/metrics.json`` (paired differences, for ``dvc exp show``); the same
+parameters and metrics go to one MLflow run. Run as ``python -m amc.sweeps.cell`` in ``sweeps/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from amc.config import SMCConfig, ValueConfig
+from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_planner
+from amc.smc.methods import parse_method
+from amc.smc.sampler import run_task
+from amc.sweeps.config import CellParams, load_sweep_params
+from amc.sweeps.stats import paired
+from amc.sweeps.tasks import make_suite, split_tasks, task_budget
+from amc.value.rollout import RolloutValue, RolloutValueOptions
+from amc.value.simple import ZeroValue
+
+METRICS = ("oracle_best", "deployable_reward", "max_weight_reward", "weighted_mean_reward")
+"""Task metrics summarised per cell (whatever else run_task reports is kept in the rows)."""
+
+
+def smc_config(cell: CellParams, budget: int) -> SMCConfig:
+    """AMC's driver settings for one task's budget (Best-of-N derives from them)."""
+    if cell.schedule == "every":
+        sched: dict[str, Any] = {"resample": "fixed",
+                                 "resample_steps": tuple(range(cell.every, budget, cell.every))}
+    elif cell.schedule == "fixed":
+        sched = {"resample": "fixed", "resample_steps": cell.steps}
+    else:
+        sched = {"resample": "ess", "ess_threshold": cell.rho, "resample_steps": ()}
+    return SMCConfig(n_particles=cell.n, max_steps=budget, beta=cell.beta, **sched)
+
+
+class SoftBinaryValue:
+    """The soft value of a binary future reward from a success-probability value model.
+
+    V_theta regresses the realised future reward, i.e. estimates the probability p(s) of
+    success from s (binary reward). The twist SMC needs is the soft value
+    f(s) = beta log E[exp(R / beta)] = beta log(1 - p + p e^{1/beta}) -- the quantity the
+    ``rollout`` value estimates -- so both values enter the weights on the same scale.
+    """
+
+    def __init__(self, inner: Any, beta: float) -> None:
+        self.inner, self.beta = inner, beta
+
+    async def score(self, histories: Any) -> list[float]:
+        p = np.clip(np.asarray(await self.inner.score(histories), float), 0.0, 1.0)
+        return [float(v) for v in self.beta * np.logaddexp(np.log1p(-p + 1e-12),
+                                                            np.log(p + 1e-12) + 1 / self.beta)]
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class ValueFactory:
+    """AMC's value for a task budget: one per budget for ``rollout``, shared otherwise."""
+
+    def __init__(self, cell: CellParams, suite: Any, prior: PlannerMixPrior) -> None:
+        self.cell, self.suite, self.prior = cell, suite, prior
+        self._by_budget: dict[int, Any] = {}
+        self._shared: Any = None
+        self.selection: Any = None  # the deployable answer's selector (learned cells only)
+        if cell.value == "learned":
+            from amc.value.scorers import LearnedValue
+
+            self.selection = LearnedValue.load(cell.value_model, device="cpu", cache_size=65536)
+            self._shared = SoftBinaryValue(self.selection, cell.beta)
+        elif cell.value == "none":
+            self._shared = ZeroValue()
+
+    def __call__(self, budget: int) -> Any:
+        if self._shared is not None:
+            return self._shared
+        if budget not in self._by_budget:
+            self._by_budget[budget] = RolloutValue(self.suite, self.prior, self.cell.beta,
+                                                   RolloutValueOptions(
+                                                       n_rollouts=self.cell.rollouts,
+                                                       max_steps=budget, seed=0))
+        return self._by_budget[budget]
+
+
+def method_row(res: Any) -> dict[str, Any]:
+    """What a row keeps of one method's task result (metrics, prior calls, tokens)."""
+    u = res.usage
+    return {"metrics": {k: float(v) for k, v in res.metrics.items()}, "calls": u.calls,
+            "tokens": u.prompt_tokens + u.completion_tokens}
+
+
+async def run_cell(cell: CellParams, progress: bool = False) -> list[dict[str, Any]]:
+    """One row per (task, seed): Best-of-N and AMC at equal N, same seed (paired)."""
+    suite = make_suite(cell)
+    prior = PlannerMixPrior(suite, load_planner("textcraft"), PlannerMixOptions(q=cell.q))
+    values = ValueFactory(cell, suite, prior)
+    rows = []
+    tasks = split_tasks(suite, cell)
+    for i, task in enumerate(tasks):
+        budget = task_budget(suite, task, cell.slack)
+        smc = smc_config(cell, budget)
+        bon = parse_method(f"bon@{cell.n}", smc, ValueConfig()).smc
+        amc = parse_method(f"smc@{cell.n}", smc, ValueConfig()).smc
+        for seed in cell.seeds:
+            r_bon = await run_task(suite=suite, prior=prior, value=ZeroValue(), task_id=task,
+                                   smc=bon, seed=seed, method="bon", selection=values.selection)
+            r_amc = await run_task(suite=suite, prior=prior, value=values(budget), task_id=task,
+                                   smc=amc, seed=seed, method="amc", selection=values.selection)
+            rows.append({"task_id": task, "seed": seed, "budget": budget,
+                         "bon": method_row(r_bon), "amc": method_row(r_amc)})
+        if progress:
+            print(f"task {i + 1}/{len(tasks)}", file=sys.stderr, flush=True)
+    await prior.aclose()
+    return rows
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Per metric: both means, the paired difference, its task s.e. and 95% bounds; calls."""
+    tasks = [r["task_id"] for r in rows]
+    out: dict[str, float] = {"pairs": float(len(rows)), "tasks": float(len(set(tasks)))}
+    for m in METRICS:
+        if not all(m in r[k]["metrics"] for r in rows for k in ("bon", "amc")):
+            continue
+        p = paired(tasks, [r["bon"]["metrics"][m] for r in rows],
+                   [r["amc"]["metrics"][m] for r in rows])
+        out.update({k: v for k, v in {
+            f"{m}.bon": p.a, f"{m}.amc": p.b, f"{m}.diff": p.diff, f"{m}.se": p.se,
+            f"{m}.lo": p.lo, f"{m}.hi": p.hi}.items() if math.isfinite(v)})  # NaN: unmeasured
+    for k in ("bon", "amc"):
+        out[f"calls.{k}"] = sum(r[k]["calls"] for r in rows) / max(len(rows), 1)
+    return out
+
+
+def log_mlflow(cell: CellParams, summary: dict[str, float]) -> str:
+    """One MLflow run per cell: the cell's parameters and its summary; returns the run id."""
+    import mlflow
+
+    from amc.tracking import run_tags, setup_tracking
+
+    setup_tracking(cell.tracking_uri, cell.experiment)
+    params = cell.model_dump(exclude={"out_file", "metrics_file", "tracking_uri", "experiment"})
+    with mlflow.start_run(run_name=cell_name(cell), tags=run_tags()) as run:
+        mlflow.log_params({k: str(v) for k, v in params.items()})
+        mlflow.log_metrics({k.replace(".", "_"): v for k, v in summary.items()})
+        return run.info.run_id
+
+
+def cell_name(cell: CellParams) -> str:
+    """A readable, unique-per-configuration name (the evidence file's stem)."""
+    sched = {"every": f"every{cell.every}", "ess": f"ess{cell.rho:g}",
+             "fixed": "fixed" + "-".join(map(str, cell.steps))}[cell.schedule]
+    return (f"{cell.split}-d{cell.depth}-q{cell.q:g}-b{cell.beta:g}-{sched}-n{cell.n}-"
+            f"{cell.value}-s{cell.slack}-seeds{len(cell.seeds)}"
+            + (f"-t{cell.max_tasks}" if cell.max_tasks else ""))
+
+
+def dir_hash(path: str | Path) -> str:
+    """Content hash of a model directory (file names and bytes): which V_theta a cell used."""
+    h = hashlib.sha256()
+    for p in sorted(q for q in Path(path).rglob("*") if q.is_file()):
+        h.update(str(p.relative_to(path)).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def run(cell: CellParams, track: bool = True, progress: bool = False) -> dict[str, Any]:
+    """Run a cell and write its rows and metrics; returns the written evidence record."""
+    rows = asyncio.run(run_cell(cell, progress))
+    summary = summarise(rows)
+    record = {"name": cell_name(cell), "cell": cell.model_dump(mode="json"),
+              "summary": summary, "rows": rows}
+    if cell.value == "learned":
+        record["value_model_hash"] = dir_hash(cell.value_model)
+    if track:
+        record["mlflow_run_id"] = log_mlflow(cell, summary)
+    for path, obj in ((cell.out_file, record), (cell.metrics_file, summary)):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
+    return record
+
+
+def main() -> None:
+    cell = load_sweep_params().cell
+    rec = run(cell, progress=True)
+    s = rec["summary"]
+    print(f"{rec['name']}: Best-of-{cell.n} {s['oracle_best.bon']:.3f}, AMC "
+          f"{s['oracle_best.amc']:.3f}, diff {s['oracle_best.diff']:+.3f} "
+          f"[{s['oracle_best.lo']:+.3f}, {s['oracle_best.hi']:+.3f}]")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The typed ``sweeps/params.yaml``: one sweep cell, and the learned value it may use.
+
+A cell is one configuration of the comparison AMC vs Best-of-N at equal N. Task split:
+TextCraft's generated split has ``train`` and ``test`` only, so the last ``val_tasks`` tasks of
+``train`` form the validation split (settings are chosen there) and the learned value trains on
+the rest; reports use ``test``. The step budget of a task is its optimal plan's length plus
+``slack`` (TextCraft plans differ in length, so a schedule "every k steps" is written per task).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from amc.config import Frozen, load_yaml
+
+PARAMS_FILE = Path("params.yaml")
+
+
+class CellParams(Frozen):
+    """One sweep cell: prior skill, target, schedule, particles, value, budget and tasks."""
+
+    split: Literal["validation", "test"] = "test"
+    """validation: last val_tasks of TextCraft's train split (choose settings); test: report."""
+    depth: int = Field(2, ge=1, le=4)
+    """Crafting depth of the tasks (min = max depth)."""
+    val_tasks: int = Field(54, ge=1)
+    """Size of the validation split carved from the end of the train split."""
+    max_tasks: int | None = Field(None, ge=1)
+    """Only the first max_tasks tasks of the split (None = all)."""
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
+    """Run seeds; (task, seed) pairs = tasks x seeds."""
+    q: float = Field(0.4, ge=0, le=1)
+    """Skill of the planner-mix prior: probability of the optimal planner's next action."""
+    beta: float = Field(0.25, gt=0)
+    """KL coefficient: the target is prior * exp(R / beta)."""
+    schedule: Literal["every", "fixed", "ess"] = "every"
+    """every: resample after steps k, 2k, ...; fixed: after ``steps``; ess: when ESS < rho N."""
+    every: int = Field(2, ge=1)
+    """k of the ``every`` schedule."""
+    steps: tuple[int, ...] = (2,)
+    """Resampling steps of the ``fixed`` schedule (steps at or past the budget never act)."""
+    rho: float = Field(0.5, gt=0, le=1)
+    """ESS threshold of the ``ess`` schedule (checked after every step)."""
+    n: int = Field(4, ge=1)
+    """N, particles of AMC and of Best-of-N."""
+    value: Literal["learned", "rollout", "none"] = "rollout"
+    """AMC's value: learned V_theta, the Monte-Carlo upper bound, or none (zero twist)."""
+    rollouts: int = Field(8, ge=1)
+    """M, rollouts per state of the ``rollout`` value."""
+    slack: int = Field(1, ge=0)
+    """Step budget = optimal plan length + slack."""
+    value_model: str = "models/value"
+    """Directory of the learned value (written by the ``value`` stage)."""
+    out_file: str = "out/runs.json"
+    """Per-(task, seed) rows of the cell (committed as evidence)."""
+    metrics_file: str = "out/metrics.json"
+    """The cell's summary (DVC metrics: ``dvc exp show``)."""
+    tracking_uri: str | None = None
+    """MLflow tracking URI (None: $MLFLOW_TRACKING_URI or sqlite:///mlruns/mlflow.db)."""
+    experiment: str = "amc-sweeps"
+    """MLflow experiment of the cells."""
+
+
+class ValueParams(Frozen):
+    """The learned V_theta of the sweep: data from planner-mix rollouts of train tasks."""
+
+    q_grid: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
+    """Skills whose rollouts make the data (the sweep varies q; one value serves all)."""
+    rollouts: int = Field(2, ge=1)
+    """Prior rollouts per (train task, q)."""
+    slack: int = Field(1, ge=0)
+    """Budget of the rollouts = plan length + slack (as the cells')."""
+    sizes: tuple[int, ...] = (250, 500, 1000, 2000)
+    """Training-set sizes (states) of the quality-vs-size curve."""
+    history_k: int = Field(8, ge=0)
+    """Most recent (state, action) pairs in the rendered state."""
+    max_length: int = Field(96, ge=16)
+    """Token budget of the encoder input."""
+    epochs: int = Field(60, ge=1)
+    """Head epochs (early stopping on validation Pearson)."""
+    seed: int = 0
+    """Seed of rollouts, split and head."""
+    work_dir: str = "work/value"
+    """Trajectories, dataset and feature cache (not committed)."""
+    out_dir: str = "models/value"
+    """The trained model (the cells' value_model)."""
+    quality_file: str = "out/value_quality.json"
+    """Quality vs dataset size (committed as evidence)."""
+    tracking_uri: str | None = None
+    """MLflow tracking URI (None: the default)."""
+
+
+class SweepParams(Frozen):
+    """``sweeps/params.yaml``."""
+
+    cell: CellParams = CellParams()
+    """The cell a ``dvc exp run -S cell.<key>=...`` runs."""
+    value: ValueParams = ValueParams()
+    """The learned value's training."""
+
+
+def load_sweep_params(path: str | Path = PARAMS_FILE) -> SweepParams:
+    """The validated params file (a clear error names a bad key)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"no sweep params file at {p} (run from sweeps/)")
+    return SweepParams.model_validate(load_yaml(p) or {})

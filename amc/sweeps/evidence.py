@@ -1,0 +1,84 @@
+"""``docs/evidence.md``, generated from the committed sweep results (no hand-typed numbers).
+
+Reads every cell record under ``evidence/runs/`` (written by :mod:`amc.sweeps.harvest`) and the
+learned value's quality curve (``evidence/value_quality.json``), recomputes every comparison
+from the per-(task, seed) rows (:mod:`amc.sweeps.stats`: paired AMC - Best-of-N at equal N,
+seeds averaged within a task, 95% intervals over tasks), and writes the document and its plots
+(PNG under ``docs/evidence/``). One-factor-at-a-time tables around the base point
+:data:`BASE`, per value kind; the best regime of the learned value (chosen on validation cells
+when there are any), the goal check, and where AMC cannot win, with the measured reason.
+
+    python -m amc.sweeps.evidence [--runs evidence] [--doc docs/evidence.md] [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from amc.sweeps.report import (
+    best_regime,
+    cannot_win,
+    factor_section,
+    goal_section,
+    headline,
+    intro,
+    quality_section,
+    value_section,
+)
+
+FACTORS = ("q", "beta", "schedule", "n", "slack")
+
+
+def load_runs(root: Path) -> list[dict[str, Any]]:
+    """Every cell record under ``root/runs`` (sorted by file name: a stable document)."""
+    files = sorted((root / "runs").glob("*.json"))
+    if not files:
+        raise FileNotFoundError(f"no cell records under {root / 'runs'}")
+    return [json.loads(p.read_text()) for p in files]
+
+
+def load_quality(root: Path) -> dict[str, Any] | None:
+    p = root / "value_quality.json"
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
+           plots: Path | None, link: str) -> str:
+    """The whole document (plots written under ``plots`` when given, linked as ``link/``)."""
+    parts = [intro(runs)]
+    best = best_regime(runs)
+    parts.append(headline(runs, best))
+    parts.append(goal_section(runs, best))
+    parts.append(value_section(runs, quality))
+    for f in FACTORS:
+        parts.append(factor_section(runs, f, plots, link))
+    parts.append(cannot_win(runs))
+    parts.append(quality_section(quality, plots, link))
+    return "\n".join(p for p in parts if p).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=Path, default=Path("evidence"))
+    ap.add_argument("--doc", type=Path, default=Path("docs/evidence.md"))
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 when the document differs from what the results give")
+    args = ap.parse_args(argv)
+    plots = None if args.check else args.doc.parent / "evidence"
+    text = render(load_runs(args.runs), load_quality(args.runs), plots, "evidence")
+    if args.check:
+        same = args.doc.is_file() and args.doc.read_text() == text
+        print("up to date" if same else f"{args.doc} differs from the committed results")
+        return 0 if same else 1
+    args.doc.parent.mkdir(parents=True, exist_ok=True)
+    args.doc.write_text(text)
+    print(args.doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

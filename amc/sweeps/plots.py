@@ -1,0 +1,69 @@
+"""Plots of the evidence document: gain vs one factor per value kind; value quality vs size.
+
+PNG files without a timestamp in their metadata (regenerating them changes nothing when the
+results did not change). Matplotlib with the Agg backend; no display needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from amc.sweeps.select import VALUE_LABEL, VALUES, compare, factor_value
+
+PNG_META = {"Software": None}
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_factor(recs: list[dict[str, Any]], factor: str, out: Path) -> Path:
+    """AMC - Best-of-N (oracle best-of-pool, 95% interval) against one factor, per value."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    labels = sorted({str(factor_value(r["cell"], factor)) for r in recs},
+                    key=lambda s: s.zfill(8))
+    for k, value in enumerate(VALUES):
+        pts = [(labels.index(str(factor_value(r["cell"], factor))), c)
+               for r in recs if r["cell"]["value"] == value and (c := compare(r)) is not None]
+        if not pts:
+            continue
+        x = [i + (k - 1) * 0.08 for i, _ in pts]
+        err = [[p.diff - p.lo for _, p in pts], [p.hi - p.diff for _, p in pts]]
+        ax.errorbar(x, [p.diff for _, p in pts], yerr=err,
+                    marker="o", capsize=3, label=VALUE_LABEL[value])
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.axhline(0.10, color="grey", lw=0.8, ls=":")
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_xlabel(factor)
+    ax.set_ylabel("AMC − Best-of-N (oracle)")
+    return _save(plt, fig, ax, out)
+
+
+def plot_quality(curve: list[dict[str, Any]], out: Path) -> Path:
+    """Held-out Pearson, AUC of success and ECE of the learned value vs training states."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    n = [r["train_states"] for r in curve]
+    for key in ("pearson", "auc", "ece"):
+        ax.plot(n, [r[key] for r in curve], marker="o", label=key)
+    ax.set_xscale("log")
+    ax.set_xlabel("training states")
+    ax.set_ylabel("held-out metric")
+    return _save(plt, fig, ax, out)
+
+
+def _save(plt: Any, fig: Any, ax: Any, out: Path) -> Path:
+    """Legend, tight layout and a reproducible PNG (fixed metadata) at ``out``."""
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110, metadata=PNG_META)
+    plt.close(fig)
+    return out

@@ -1,0 +1,40 @@
+"""The sweep's tasks: TextCraft at one depth, its validation tail, and per-task step budgets.
+
+TextCraft's generated split has ``train`` and ``test`` only; the last ``val_tasks`` tasks of
+``train`` are the sweep's validation split (settings are chosen there) and the learned value
+trains on the others, so no cell is evaluated on a task the value saw.
+"""
+
+from __future__ import annotations
+
+from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
+from amc.envs.textcraft.tasks import plan
+from amc.sweeps.config import CellParams
+
+
+def make_suite(cell: CellParams) -> TextCraftSuite:
+    """TextCraft with the binary reward, tasks of exactly the cell's depth."""
+    return TextCraftSuite(TextCraftOptions(reward="binary", min_depth=cell.depth,
+                                           max_depth=cell.depth))
+
+
+def split_tasks(suite: TextCraftSuite, cell: CellParams) -> list[str]:
+    """The cell's tasks: test, or the validation tail of train (see :mod:`amc.sweeps.config`)."""
+    if cell.split == "test":
+        tasks = suite.task_ids("test")
+    else:
+        train = suite.task_ids("train")
+        if cell.val_tasks >= len(train):
+            raise ValueError(f"val_tasks={cell.val_tasks} leaves no train tasks ({len(train)})")
+        tasks = train[-cell.val_tasks:]
+    return tasks[: cell.max_tasks] if cell.max_tasks else tasks
+
+
+def value_train_tasks(suite: TextCraftSuite, val_tasks: int) -> list[str]:
+    """Train tasks that are not validation tasks (the learned value's data)."""
+    return suite.task_ids("train")[:-val_tasks]
+
+
+def task_budget(suite: TextCraftSuite, task: str, slack: int) -> int:
+    """Step budget of a task: its optimal plan's length + slack."""
+    return len(plan(suite.book, suite.tasks.goal(task))) + slack

@@ -1,0 +1,152 @@
+"""Flow ``amc-drift-demo``: the loop notices that the prior changed, retrains and recovers.
+
+Offline and cheap: TextCraft (offline recipes) and the skill-controlled ``planner-mix`` prior,
+whose skill q stands for "the model behind the API". In one directory holding its own
+``params.yaml`` (:func:`demo_params`; rounds on, a window of one round so a retrained head
+learns the prior as it is now):
+
+1. prior A (q = ``q_before``): round 0 (:func:`flows.retrain_and_promote.retrain_and_promote`)
+   trains a head, the gate promotes it; a drift check on fresh rollouts finds no drift;
+2. the prior changes to B (q = ``q_after``; the demo rewrites ``prior.options.q``, as a
+   provider silently updating its model would): the drift check marks drift;
+3. the drift triggers retraining: round 1 collects fresh rollouts of B, trains, and the gate
+   (which treats a drifted champion as having lost its claim) promotes the new head;
+4. a last check of the new champion on B: no drift, the calibration recovered.
+
+Each check and decision is a Prefect artifact and MLflow tags (the stages' own); the demo adds
+a plot of the champion's success and calibration per check (``<report.plots_dir>/
+drift_demo.png``, data in ``drift_demo.json``) and a summary artifact ``amc-drift-demo``.
+In the demo the triggered retraining runs as a subflow (no worker needed); with the
+deployments served (``python -m flows.deploy``) the scheduled monitor starts the deployment
+instead (:mod:`flows.drift`). Run it (Prefect server on 127.0.0.1, see docs/pipeline.md)::
+
+    python -m flows.drift_demo init demo/params.yaml && cd demo
+    PYTHONPATH=.. python -m flows.drift_demo
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from prefect import flow
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+from amc.results import write_json_atomic
+from flows._common import params
+from flows.drift import drift_flow
+from flows.retrain_and_promote import retrain_and_promote
+
+
+def demo_params(q: float = 0.8) -> dict[str, Any]:
+    """A toy params file of the demo (minutes on a laptop CPU)."""
+    return {
+        "env": {"name": "textcraft", "options": {"reward": "dense", "max_depth": 2}},
+        "prior": {"name": "planner-mix", "options": {"q": q}},
+        "smc": {"max_steps": 6, "beta": 1.0, "resample": "fixed", "resample_steps": [2],
+                "success_threshold": 1.0},
+        "collect": {"max_tasks": 8, "rollouts": 4, "seeds": [0]},
+        "rounds": {"enabled": True, "window": 1},
+        "train": {"epochs": 2, "max_length": 64, "num_layers": 1},
+        "evaluate": {"methods": ["bon", "amc"], "n_grid": [2, 4], "seeds": [0, 1, 2],
+                     "max_tasks": 8},
+        "promote": {"calibration_states": 400},
+        "drift": {"rollouts": 8, "seeds_per_check": 2, "calibration_states": 400},
+        "report": {"calibration_states": 20},
+    }
+
+
+def set_q(params_path: str, q: float) -> None:
+    """The prior changes: rewrite ``prior.options.q`` of the demo's params file."""
+    path = Path(params_path)
+    data = yaml.safe_load(path.read_text())
+    data["prior"]["options"]["q"] = q
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def row(label: str, q: float, check: dict[str, Any]) -> dict[str, Any]:
+    """One point of the plot: the champion's numbers on fresh rollouts at one check."""
+    now = check.get("now") or {}
+    return {"check": check["check"], "label": label, "q": q, "version": check["version"],
+            "round": check.get("round"), "drift": check["drift"],
+            "success": now.get("success"), "calibration_mae": now.get("calibration_mae"),
+            "calibration_bias": now.get("calibration_bias")}
+
+
+def plot(rows: list[dict[str, Any]], out: Path) -> Path:
+    """Champion success and calibration per check (PNG), the data next to it (JSON)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    x = list(range(len(rows)))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    a1.plot(x, [r["success"] for r in rows], marker="o")
+    a1.set(ylabel="champion success (SMC, fresh seeds)", ylim=(0, 1.05))
+    a2.plot(x, [r["calibration_mae"] for r in rows], marker="o", label="MAE")
+    a2.plot(x, [r["calibration_bias"] for r in rows], marker="s", label="bias")
+    a2.axhline(0, color="grey", lw=0.5)
+    a2.set(ylabel="predicted - realised future reward")
+    a2.legend()
+    for ax in (a1, a2):
+        ax.set_xticks(x, [f"{r['label']}\nv{r['version']}" for r in rows], fontsize=7)
+        for i, r in enumerate(rows):
+            if r["drift"]:
+                ax.axvline(i, color="C3", alpha=0.3, lw=6)
+    fig.suptitle("drift demo: champion per check (red = drift marked)")
+    fig.tight_layout()
+    fig.savefig(out / "drift_demo.png", dpi=110)
+    plt.close(fig)
+    write_json_atomic(out / "drift_demo.json", rows)
+    return out / "drift_demo.png"
+
+
+@flow(name="amc-drift-demo", log_prints=True)
+def drift_demo(params_path: str = "params.yaml", q_before: float = 0.8, q_after: float = 0.4
+               ) -> dict[str, Any]:
+    """Round 0 on prior A, the prior changes, drift, round 1 recovers; returns the story."""
+    set_q(params_path, q_before)
+    first = retrain_and_promote(params_path)
+    rows = [row("A: round 0", q_before, drift_flow(params_path, trigger_retraining=False))]
+    set_q(params_path, q_after)
+    changed = drift_flow(params_path, trigger_retraining=False)
+    rows.append(row("B: prior changed", q_after, changed))
+    second = None
+    if changed["drift"]:  # the trigger (as a subflow: the demo needs no worker)
+        second = retrain_and_promote(params_path)
+        rows.append(row("B: round 1", q_after, drift_flow(params_path,
+                                                          trigger_retraining=False)))
+    png = plot(rows, params(params_path).report.plots_dir)
+    decisions = [{"round": i, "promoted": d["promote"], "reason": d["reason"]}
+                 for i, d in enumerate(x for x in (first, second) if x is not None)]
+    create_table_artifact(key="amc-drift-demo", table=rows,
+                          description="champion per drift check")
+    create_markdown_artifact(key="amc-drift-demo-story", markdown="\n".join(
+        ["# Drift demo", "", f"Plot: `{png}`", ""]
+        + [f"- round {d['round']}: {'PROMOTED' if d['promoted'] else 'kept'}: {d['reason']}"
+           for d in decisions]
+        + [f"- check {r['check']} ({r['label']}, v{r['version']}): drift={r['drift']}"
+           for r in rows]))
+    return {"checks": rows, "decisions": decisions, "plot": str(png)}
+
+
+def main(argv: list[str]) -> None:
+    """``init <params.yaml>`` writes the demo's params; no argument runs the demo here."""
+    if argv[:1] == ["init"] and len(argv) == 2:
+        path = Path(argv[1])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(demo_params(), sort_keys=False))
+        print(f"wrote {path}")
+    elif not argv:
+        out = drift_demo()
+        print(yaml.safe_dump(out["checks"], sort_keys=False))
+    else:
+        raise SystemExit("usage: python -m flows.drift_demo [init PARAMS_PATH]")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

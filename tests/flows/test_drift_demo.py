@@ -1,0 +1,73 @@
+"""The offline drift demo, end to end at toy size: a real ``prefect server`` (fixture), a real
+MLflow store, real training (1-layer MiniLM) on TextCraft with the planner-mix prior."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from prefect.client.orchestration import PrefectClient
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+from tests.flows.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+async def server_view(url: str, since: datetime) -> tuple[dict[str, set[str]], set[str]]:
+    """Flow-run states by flow name and artifact keys, for runs created since ``since`` (the
+    server is shared by the session: other tests leave their own runs, e.g. a SCHEDULED
+    retraining that ``tests/flows/test_drift_flow.py`` triggers without a worker to pick it up)."""
+    async with PrefectClient(api=url) as client:
+        runs = [r for r in await client.read_flow_runs() if r.created and r.created >= since]
+        flows = {f.id: f.name for f in await client.read_flows()}
+        arts = await client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=["amc-drift", "amc-drift-demo", "amc-promotion"])))
+    states: dict[str, set[str]] = {}
+    for r in runs:
+        states.setdefault(flows[r.flow_id], set()).add(r.state_type.value)
+    return states, {a.key for a in arts if a.created and a.created >= since}
+
+
+def test_drift_demo_flags_drift_and_recovers(tmp_path: Path, prefect_server: str) -> None:
+    import mlflow
+
+    since = datetime.now(UTC)
+    env = {**os.environ, "PREFECT_API_URL": prefect_server, "PYTHONPATH": str(ROOT)}
+    env.pop("MLFLOW_TRACKING_URI", None)  # the demo's own store: sqlite:///mlruns/mlflow.db
+    py = [sys.executable, "-m", "flows.drift_demo"]
+    subprocess.run([*py, "init", "params.yaml"], cwd=tmp_path, env=env, check=True)
+    proc = subprocess.run(py, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=3000)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    rows = json.loads((tmp_path / "plots/drift_demo.json").read_text())
+    assert [r["drift"] for r in rows] == [False, True, False]
+    assert [r["q"] for r in rows] == [0.8, 0.4, 0.4]
+    assert rows[0]["version"] == rows[1]["version"] != rows[2]["version"]  # retrained head
+    # it recovers: the new champion's calibration on prior B is back near its promotion's
+    assert abs(rows[2]["calibration_bias"]) < abs(rows[1]["calibration_bias"])
+    assert (tmp_path / "plots/drift_demo.png").stat().st_size > 10_000
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlruns/mlflow.db")
+    model = client.get_registered_model("amc-value-textcraft")
+    assert str(model.aliases["champion"]) == rows[2]["version"]
+    old = client.get_model_version("amc-value-textcraft", rows[1]["version"]).tags
+    new = client.get_model_version("amc-value-textcraft", rows[2]["version"]).tags
+    assert old["drift.status"] == "drift" and new["drift.status"] == "ok"
+    assert new["promotion.decision"] == "promoted" and new["promotion.champion_drifted"] == "True"
+    assert new["amc.round"] == "1"
+    ledger = json.loads((tmp_path / "data/rounds/round-0001.json").read_text())
+    assert ledger["prior"]["options"] == {"q": 0.4}  # the round records the prior it saw
+
+    states, keys = asyncio.run(server_view(prefect_server, since))
+    assert states["amc-drift-demo"] == {"COMPLETED"}
+    assert states["amc-drift-monitor"] == {"COMPLETED"}
+    assert states["amc-retrain-and-promote"] == {"COMPLETED"}
+    assert keys == {"amc-drift", "amc-drift-demo", "amc-promotion"}

@@ -1,0 +1,53 @@
+"""Run summaries: metrics over tasks (seeds averaged first) and the selection value's config."""
+
+import math
+
+import pytest
+
+from amc.config import RunConfig, ValueConfig
+from amc.runner import METRICS, _method_run_config, format_table, selection_config, summarise
+from amc.smc.methods import parse_method
+from amc.smc.records import TaskResult
+from amc.types import Usage
+
+
+def _res(task, seed, x):
+    m = {k: x for k in METRICS} | {"log_z": 0.0}
+    return TaskResult(task_id=task, env="toy", method="bon@4", seed=seed, n_particles=4,
+                      config_hash="h", steps=(), trajectories=(), metrics=m, usage=Usage(),
+                      wall_s=0.0)
+
+
+def test_summary_se_is_over_tasks_with_seeds_averaged_first():
+    # task a solved on both seeds, task b on one of two, task c on none: task means 1, .5, 0
+    rs = {"bon@4#0": [_res("a", 0, 1.0), _res("b", 0, 1.0), _res("c", 0, 0.0)],
+          "bon@4#1": [_res("a", 1, 1.0), _res("b", 1, 0.0), _res("c", 1, 0.0)]}
+    row = summarise(rs)[0]
+    assert (row["tasks"], row["runs"]) == (3, 6)
+    assert row["success"] == pytest.approx(0.5)
+    assert row["success_se"] == pytest.approx(0.5 / math.sqrt(3))  # sd(1, .5, 0) / sqrt(3)
+    # over the six (task, seed) rows it would be sd(1,1,1,0,0,0)/sqrt(6) = 0.2236
+    assert "deployable" in format_table([row])
+
+
+def test_old_records_without_deployable_summarise_as_nan():
+    old = TaskResult.from_dict({**_res("a", 0, 1.0).to_dict(), "metrics": {
+        "oracle_best": 1.0, "selected_reward": 1.0, "weighted_mean_reward": 1.0, "success": 1.0,
+        "log_z": 0.0}})
+    row = summarise({"bon@4#0": [old]})[0]
+    assert row["max_weight_reward"] == 1.0 and math.isnan(row["deployable_reward"])
+    assert "1.000  " in format_table([row]) and "n/a" in format_table([row])  # one task: no s.e.
+
+
+def test_selection_value_resolves_like_a_method_value_and_enters_the_results_hash():
+    learned = ValueConfig(name="learned", options={"model": "models:/m/3"})
+    cfg = RunConfig(values={"challenger": learned}, selection_value="challenger")
+    assert selection_config(cfg) == learned
+    assert selection_config(RunConfig()) is None
+    with pytest.raises(ValueError, match="not a configured value"):
+        selection_config(RunConfig(selection_value="nope"))
+    m = parse_method("bon@4", cfg.smc, cfg.value, {})
+    plain = RunConfig(values={"challenger": learned})
+    assert "selection" not in _method_run_config(plain, m)  # older results keep their hash
+    assert _method_run_config(cfg, m)["selection"]["options"] == {"model": "models:/m/3"}
+    assert cfg.out_dir != plain.out_dir
