@@ -49,7 +49,8 @@ def evaluate_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
 
 @friendly_errors
 def promote_cmd(params: Path = _PARAMS, set_: list[str] = _SET) -> None:
-    """Promote the challenger to champion when it beats the champion by > 1 s.e."""
+    """The gate: promote the challenger when a one-sided paired test on the frozen evaluation
+    set beats the champion (params.yaml `promote`: level, minimum effect, guards that veto)."""
     from amc.pipeline import promote
 
     d = promote.run(_load(params, set_))
