@@ -102,13 +102,21 @@ class History:
 
     ``valid_actions`` is the environment's list of actions that can succeed *now* (for
     action-menu prompts); it is attached by the driver just before a proposal and is not part
-    of the recorded trajectory.
+    of the recorded trajectory. ``budget`` is the episode's step budget when the driver knows it
+    (its ``max_steps``): a finite-horizon value depends on the steps left, so a value model may
+    be shown them (:class:`amc.value.render.RenderOptions` ``show_budget``).
     """
 
     task_id: str
     observation0: str
     steps: tuple[Step, ...] = ()
     valid_actions: tuple[str, ...] | None = None
+    budget: int | None = None
+
+    @property
+    def steps_left(self) -> int | None:
+        """Steps the budget still allows (None when the budget is unknown)."""
+        return None if self.budget is None else max(self.budget - self.t, 0)
 
     @property
     def t(self) -> int:
@@ -134,6 +142,10 @@ class History:
     def actions(self) -> tuple[str, ...]:
         """The parsed actions taken so far, in order (what a replay fork re-executes)."""
         return tuple(s.action for s in self.steps)
+
+    def prefix(self, t: int) -> History:
+        """The state after the first ``t`` steps (same task and budget, no valid actions)."""
+        return replace(self, steps=self.steps[:t], valid_actions=None)
 
     def extend(self, step: Step) -> History:
         """A new history with ``step`` appended (valid actions cleared)."""

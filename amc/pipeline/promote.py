@@ -190,7 +190,7 @@ def prior_states(results: dict[str, list[TaskResult]], specs: list[str], limit: 
             for tr in r.trajectories:
                 rewards = [s.reward for s in tr.steps]
                 for k in range(len(tr.steps)):
-                    pairs.append((History(r.task_id, r.observation0, tr.steps[:k]),
+                    pairs.append((History(r.task_id, r.observation0, tr.steps[:k], budget=r.budget),
                                   float(sum(rewards[k:]))))
     if len(pairs) > limit:
         idx = np.random.default_rng(seed).choice(len(pairs), size=limit, replace=False)

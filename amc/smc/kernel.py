@@ -138,7 +138,8 @@ async def fork_all(parents: Sequence[Environment]) -> list[Environment]:
     raise cancelled or errors[0]
 
 
-async def start_population(suite: EnvSuite, task_id: str, n: int) -> Population:
+async def start_population(suite: EnvSuite, task_id: str, n: int,
+                           budget: int | None = None) -> Population:
     """Reset one environment and fork it N - 1 times; on failure close what was made."""
     env0 = suite.make()
     envs = [env0]
@@ -150,7 +151,7 @@ async def start_population(suite: EnvSuite, task_id: str, n: int) -> Population:
         with suppress(Exception):
             await close_all(envs)
         raise
-    return Population.start(task_id, obs0, envs)
+    return Population.start(task_id, obs0, envs, budget)
 
 
 async def force_final_actions(pop: Population, beta: float) -> Population:

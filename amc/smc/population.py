@@ -54,12 +54,12 @@ class Population:
     failure_log: tuple[dict[str, Any], ...] = ()  # {t, particle, error} per failure
 
     @classmethod
-    def start(cls, task_id: str, observation0: str, envs: Sequence[Environment]
-              ) -> Population:
-        """N fresh particles at the initial observation, uniform weights."""
+    def start(cls, task_id: str, observation0: str, envs: Sequence[Environment],
+              budget: int | None = None) -> Population:
+        """N fresh particles at the initial observation, uniform weights (``budget``: steps)."""
         n = len(envs)
         return cls(
-            histories=(History(task_id, observation0),) * n, envs=tuple(envs),
+            histories=(History(task_id, observation0, budget=budget),) * n, envs=tuple(envs),
             log_w=LogWeights.uniform(n), f_last=(0.0,) * n, r_since=(0.0,) * n,
             finished=(False,) * n, failures=(None,) * n, pids=tuple(range(n)),
             lineages=((),) * n, next_pid=n,

@@ -90,9 +90,9 @@ class TrajectoryRecord:
     failure: str | None = None
     selection_value: float | None = None  # the selection value's f at selection_history
 
-    def history(self, task_id: str, observation0: str) -> History:
+    def history(self, task_id: str, observation0: str, budget: int | None = None) -> History:
         """The trajectory as a :class:`History` (for value-model datasets)."""
-        return History(task_id, observation0, self.steps)
+        return History(task_id, observation0, self.steps, budget=budget)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,6 +130,7 @@ class TaskResult:
     wall_s: float
     failures: tuple[Mapping[str, Any], ...] = ()
     observation0: str = ""
+    budget: int | None = None  # the step budget (max_steps) the trajectories ran under
 
     @property
     def population(self) -> list[TrajectoryRecord]:
@@ -141,7 +142,7 @@ class TaskResult:
         return {
             "task_id": self.task_id, "env": self.env, "method": self.method, "seed": self.seed,
             "n_particles": self.n_particles, "config_hash": self.config_hash,
-            "observation0": self.observation0,
+            "observation0": self.observation0, "budget": self.budget,
             "steps": [s.to_dict() for s in self.steps],
             "trajectories": [r.to_dict() for r in self.trajectories],
             "metrics": {k: _finite(float(v)) for k, v in self.metrics.items()},
@@ -159,4 +160,5 @@ class TaskResult:
             metrics={k: _num(v) for k, v in upgrade_metric_keys(d["metrics"]).items()},
             usage=Usage.from_dict(d["usage"]), wall_s=float(d["wall_s"]),
             failures=tuple(d.get("failures", ())), observation0=d.get("observation0", ""),
+            budget=None if d.get("budget") is None else int(d["budget"]),
         )

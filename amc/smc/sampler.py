@@ -88,7 +88,7 @@ async def run_task(
         scheme=get_resampler(smc.resampler), entropy=task_seed(seed, task_id),
         semaphore=semaphore or asyncio.Semaphore(max(smc.n_particles, 1)),
     )
-    pop = await start_population(suite, task_id, smc.n_particles)
+    pop = await start_population(suite, task_id, smc.n_particles, smc.max_steps)
     infos: list[StepInfo] = []
     try:
         for t in range(1, smc.max_steps + 1):
@@ -117,7 +117,8 @@ async def select_values(selection: ValueFunction | None, scored: list[Trajectory
     if selection is None or not scored:
         return None
     h0 = pop.histories[0]
-    states = [selection_history(r.history(h0.task_id, h0.observation0)) for r in scored]
+    states = [selection_history(r.history(h0.task_id, h0.observation0, h0.budget))
+              for r in scored]
     values, _ = await score_states(selection, states, list(range(len(states))))
     return values
 
@@ -154,5 +155,5 @@ def _result(pop: Population, infos: list[StepInfo], log_z_prev: float,
         task_id=task_id, env=suite.name, method=method, seed=seed, n_particles=pop.n,
         config_hash=config_hash, steps=tuple(infos), trajectories=tuple(final + dropped),
         metrics=metrics, usage=pop.usage, wall_s=wall_s, failures=pop.failure_log,
-        observation0=pop.histories[0].observation0,
+        observation0=pop.histories[0].observation0, budget=smc.max_steps,
     )

@@ -79,6 +79,8 @@ class ValueParams(Frozen):
     """Most recent (state, action) pairs in the rendered state."""
     max_length: int = Field(96, ge=16)
     """Token budget of the encoder input."""
+    show_budget: bool = True
+    """Render the steps left of the task's budget (a finite-horizon value needs them)."""
     epochs: int = Field(60, ge=1)
     """Head epochs (early stopping on validation Pearson)."""
     seed: int = 0

@@ -64,7 +64,7 @@ def dataset_options(vp: ValueParams) -> DatasetOptions:
     from amc.value.render import RenderOptions
 
     render = RenderOptions(env="textcraft", history_k=vp.history_k, max_tokens=vp.max_length - 4,
-                           preamble="Predict the future reward.")
+                           preamble="Predict the future reward.", show_budget=vp.show_budget)
     return DatasetOptions(render=render, val_fraction=0.15, test_fraction=0.15, seed=vp.seed)
 
 

@@ -64,7 +64,7 @@ class DatasetOptions(Frozen):
 
 
 def history_from_dict(d: Mapping[str, Any], task_id: str | None = None,
-                      observation0: str | None = None) -> History:
+                      observation0: str | None = None, budget: int | None = None) -> History:
     """A :class:`History` from a dict ``{task_id, observation0, steps|turns: [Step dicts]}``.
 
     ``task_id``/``observation0`` arguments fill in keys the dict lacks (e.g. when they live in
@@ -78,7 +78,9 @@ def history_from_dict(d: Mapping[str, Any], task_id: str | None = None,
     raw_steps = d.get("steps", d.get("turns"))
     if raw_steps is None:
         raise ValueError(f"trajectory of task {tid!r} has neither 'steps' nor 'turns'")
-    return History(str(tid), str(obs0), tuple(Step.from_dict(s) for s in raw_steps))
+    b = d.get("budget", budget)
+    return History(str(tid), str(obs0), tuple(Step.from_dict(s) for s in raw_steps),
+                   budget=None if b is None else int(b))
 
 
 def histories_from_record(record: Mapping[str, Any]) -> list[History]:
@@ -88,7 +90,7 @@ def histories_from_record(record: Mapping[str, Any]) -> list[History]:
         return [history_from_dict(record)]
     tid = record.get("task_id")
     obs0 = record.get("observation0", record.get("initial_observation"))
-    return [history_from_dict(t, tid, obs0) for t in trajs]
+    return [history_from_dict(t, tid, obs0, record.get("budget")) for t in trajs]
 
 
 def read_trajectories(paths: Sequence[str | Path]) -> list[History]:
@@ -139,7 +141,7 @@ def state_rows(history: History, options: DatasetOptions, renderer: Renderer,
         terminal = t == last and history.done
         if terminal and not options.include_terminal:
             continue
-        prefix = History(history.task_id, history.observation0, history.steps[:t])
+        prefix = history.prefix(t)
         rows.append({
             "task_id": history.task_id, "traj": traj_index, "step": t,
             "text": renderer(prefix), "target": float(targets[t]),

@@ -22,11 +22,17 @@ Layout (sections always in this order, so the current state is always last)::
     ...
 
     === NOW ===
+    [STEPS LEFT] {k} of {T}     (only with ``show_budget`` and a history that carries a budget)
     [STATE] {current observation, never truncated}
 
 Truncation: at most ``history_k`` most recent (state, action) pairs are kept; if a token budget
 (``max_tokens``, counted with the model's tokenizer) is set, the *oldest* pairs are dropped
 first until the text fits, then the instruction is shortened; the current state is never cut.
+
+Why the steps left: under a step budget the value of a state is finite-horizon -- the same
+inventory is worth more with three steps left than with one -- and the round number alone does
+not say how many remain when budgets differ by task (time-aware values: Pardo et al., "Time
+Limits in Reinforcement Learning", ICML 2018).
 """
 
 from __future__ import annotations
@@ -61,6 +67,8 @@ class RenderOptions(Frozen):
     """Token budget of the whole text (None: no budget); old history is dropped first."""
     preamble: str = DEFAULT_PREAMBLE
     """Fixed text that opens every rendering."""
+    show_budget: bool = False
+    """Show ``[STEPS LEFT] k of T`` in NOW when the history carries its step budget."""
 
 
 def render_env_for(env_name: str | None) -> RenderEnv:
@@ -135,7 +143,7 @@ def _pairs(history: History, instruction: str, env: RenderEnv) -> list[tuple[str
 
 
 def _compose(preamble: str, instruction: str, pairs: list[tuple[str, str]], first_round: int,
-             omitted: int, now: str) -> str:
+             omitted: int, now: str, left: str | None = None) -> str:
     parts = [preamble.strip(), "", "=== INSTRUCTION ===", instruction or "(none)", "",
              "=== HISTORY ==="]
     if omitted:
@@ -145,7 +153,7 @@ def _compose(preamble: str, instruction: str, pairs: list[tuple[str, str]], firs
     for i, (state, action) in enumerate(pairs):
         r = first_round + i
         parts += [f"Round {r} - STATE:", state, f"Round {r} - ACTION:", action]
-    parts += ["", "=== NOW ===", f"[STATE] {now}"]
+    parts += ["", "=== NOW ===", *([left] if left else []), f"[STATE] {now}"]
     return "\n".join(parts)
 
 
@@ -162,10 +170,12 @@ def render(history: History, options: RenderOptions,
     pairs = _pairs(history, instruction, env)
     n_all = len(pairs)
     keep = min(options.history_k, n_all)
+    left = (f"[STEPS LEFT] {history.steps_left} of {history.budget}"
+            if options.show_budget and history.budget is not None else None)
 
     def text_with(k: int, instr: str = instruction) -> str:
         return _compose(options.preamble, instr, pairs[n_all - k:] if k else [], n_all - k + 1,
-                        n_all - k, now)
+                        n_all - k, now, left)
 
     if options.max_tokens is None:
         return text_with(keep)

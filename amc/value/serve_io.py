@@ -45,8 +45,11 @@ def history_to_json(history: History) -> str:
     """The ``history`` column form of a particle's state (only what rendering reads)."""
     steps = [{"action": s.action, "observation": s.observation, "reward": s.reward,
               "done": s.done} for s in history.steps]
-    return json.dumps({"task_id": history.task_id, "observation0": history.observation0,
-                       "steps": steps}, ensure_ascii=False, separators=(",", ":"))
+    d: dict[str, Any] = {"task_id": history.task_id, "observation0": history.observation0,
+                         "steps": steps}
+    if history.budget is not None:
+        d["budget"] = history.budget
+    return json.dumps(d, ensure_ascii=False, separators=(",", ":"))
 
 
 def history_from_json(item: str | Mapping[str, Any]) -> History:
@@ -57,7 +60,9 @@ def history_from_json(item: str | Mapping[str, Any]) -> History:
     steps = tuple(Step(str(s.get("raw_text", "")), str(s["action"]), str(s["observation"]),
                        float(s.get("reward", 0.0)), bool(s.get("done", False)))
                   for s in d.get("steps", d.get("turns", [])))
-    return History(str(d.get("task_id", "")), str(d["observation0"]), steps)
+    budget = d.get("budget")
+    return History(str(d.get("task_id", "")), str(d["observation0"]), steps,
+                   budget=None if budget is None else int(budget))
 
 
 def render_record(record: Mapping[str, Any],
@@ -75,9 +80,10 @@ def render_record(record: Mapping[str, Any],
     for t in trajs:
         h = history_from_json({"task_id": t.get("task_id", tid),
                                "observation0": t.get("observation0", obs0),
-                               "steps": t.get("steps", t.get("turns", []))})
+                               "steps": t.get("steps", t.get("turns", [])),
+                               "budget": t.get("budget", record.get("budget"))})
         cuts = range(len(h.steps) + 1) if states == "all" else [len(h.steps)]
-        rows += [history_to_json(History(h.task_id, h.observation0, h.steps[:k])) for k in cuts]
+        rows += [history_to_json(h.prefix(k)) for k in cuts]
     return rows
 
 

@@ -11,6 +11,7 @@ import math
 import pytest
 
 from amc.config import SMCConfig
+from amc.smc.records import TaskResult
 from amc.smc.sampler import run_task
 from tests.smc.conftest import BETA, TASK
 
@@ -56,6 +57,9 @@ def test_one_batched_call_over_the_whole_pool_with_pre_terminal_reward_free_stat
         best = pool[max(range(len(pool)), key=lambda i: (values[i], -i))]
         assert res.metrics["deployable_reward"] == best.total_reward
         assert res.metrics["oracle_best"] == max(r.total_reward for r in pool)
+        # the budget the particles ran under reaches the selection value and the record
+        assert {h.budget for h in sel.calls[0]} == {SMC.max_steps} == {res.budget}
+        assert TaskResult.from_dict(res.to_dict()).budget == SMC.max_steps
     assert dropped_seen  # the check above covered trajectories that resampling dropped
 
 

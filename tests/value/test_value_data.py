@@ -12,6 +12,7 @@ from amc.value.data import (
     DatasetOptions,
     build_dataset,
     build_rows,
+    histories_from_record,
     load_dataset_dir,
     read_trajectories,
     returns_to_go,
@@ -52,6 +53,17 @@ def test_rows_targets_terminal_and_truncated() -> None:
     cut = build_rows([traj("a", [0.2, 0.0], done=False)], OPTS)["train"]
     assert [r["target"] for r in cut] == pytest.approx([0.2, 0.0, 0.0])
     assert not cut[-1]["terminal"] and not cut[-1]["success"]
+
+
+def test_a_records_budget_reaches_every_rows_steps_left() -> None:
+    rec = {"task_id": "a", "observation0": "Goal: win.", "budget": 4,
+           "trajectories": [{"steps": [s.to_dict() for s in traj("a", [0.0, 1.0]).steps]}]}
+    (h,) = histories_from_record(rec)
+    opts = OPTS.model_copy(update={"render": RenderOptions(history_k=2, show_budget=True)})
+    rows = build_rows([h], opts)["train"]
+    assert [r["text"].split("[STEPS LEFT] ")[1].split("\n")[0] for r in rows] == [
+        "4 of 4", "3 of 4", "2 of 4"]
+    assert all("[STEPS LEFT]" not in r["text"] for r in build_rows([h], OPTS)["train"])
 
 
 def test_keep_all_or_best_rollouts() -> None:

@@ -68,3 +68,28 @@ def test_dataset_text_equals_inference_text() -> None:
         assert row["text"] == r(prefix)
     # valid_actions annotations (added by the driver at inference) do not change the text
     assert r(h.with_valid_actions(["a", "b"])) == r(h)
+
+
+def test_steps_left_shown_only_when_asked_and_known() -> None:
+    h = History("t1", TC_OBS0, hist(3).steps, budget=5)
+    shown = render(h, RenderOptions(env="textcraft", show_budget=True))
+    assert shown.endswith("=== NOW ===\n[STEPS LEFT] 2 of 5\n[STATE] obs 2")
+    # The same state with fewer steps left renders differently (the value can tell them apart).
+    assert render(History("t1", TC_OBS0, h.steps, budget=4),
+                  RenderOptions(env="textcraft", show_budget=True)) != shown
+    assert "[STEPS LEFT]" not in render(h, RenderOptions(env="textcraft"))
+    assert "[STEPS LEFT]" not in render(hist(3), RenderOptions(env="textcraft", show_budget=True))
+    # Past the budget (a forced final action) the count stops at 0; prefixes keep the budget.
+    over = History("t1", TC_OBS0, hist(7).steps, budget=5)
+    assert "[STEPS LEFT] 0 of 5" in render(over, RenderOptions(env="textcraft", show_budget=True))
+    assert h.prefix(1).budget == 5 and h.prefix(1).steps_left == 4
+
+
+def test_steps_left_survive_the_token_budget() -> None:
+    tok = load_tokenizer_for(ModelConfig())
+    opts = RenderOptions(env="textcraft", history_k=20, max_tokens=60, show_budget=True,
+                         preamble="Value?")
+    r = Renderer(opts, tok)
+    h = History("t1", TC_OBS0, hist(12, obs="a chest and a table and a lamp").steps, budget=14)
+    text = r(h)
+    assert r.count_tokens(text) <= 60 and "[STEPS LEFT] 2 of 14\n[STATE]" in text

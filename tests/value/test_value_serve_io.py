@@ -46,6 +46,10 @@ def test_history_json_round_trip_keeps_what_rendering_reads() -> None:
         (s.observation, s.reward, s.done) for s in h.steps]
     with pytest.raises(ValueError, match="observation0"):
         history_from_json('{"steps": []}')
+    assert back.budget is None and "budget" not in history_to_json(h)
+    timed = history_from_json(history_to_json(History(h.task_id, h.observation0, h.steps,
+                                                      budget=6)))
+    assert (timed.budget, timed.steps_left) == (6, 4)
 
 
 def test_render_record_final_and_all_states() -> None:
@@ -64,6 +68,9 @@ def test_render_record_final_and_all_states() -> None:
     assert len(body["dataframe_split"]["data"]) == 2
     with pytest.raises(ValueError, match="input column"):
         invocations_body(["x"], column="prompt")
+    # A record's step budget reaches every state (a budget-aware value renders steps left).
+    timed = [history_from_json(r) for r in render_record({**rec, "budget": 5}, states="all")]
+    assert [h.steps_left for h in timed] == [5, 4, 3, 5, 4]
 
 
 def test_bound_values_clips_and_flags() -> None:
