@@ -140,8 +140,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, float]:
         p = paired(tasks, [r["bon"]["metrics"][m] for r in rows],
                    [r["amc"]["metrics"][m] for r in rows])
         out.update({k: v for k, v in {
-            f"{m}.bon": p.a, f"{m}.amc": p.b, f"{m}.diff": p.diff, f"{m}.se": p.se,
-            f"{m}.lo": p.lo, f"{m}.hi": p.hi}.items() if math.isfinite(v)})  # NaN: unmeasured
+            f"{m}.bon": p.a, f"{m}.amc": p.b, f"{m}.diff": p.d.mean, f"{m}.se": p.d.se,
+            f"{m}.lo": p.d.lo, f"{m}.hi": p.d.hi}.items() if math.isfinite(v)})  # NaN: unmeasured
     for k in ("bon", "amc"):
         out[f"calls.{k}"] = sum(r[k]["calls"] for r in rows) / max(len(rows), 1)
     return out

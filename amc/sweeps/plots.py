@@ -35,8 +35,8 @@ def plot_factor(recs: list[dict[str, Any]], factor: str, out: Path) -> Path:
         if not pts:
             continue
         x = [i + (k - 1) * 0.08 for i, _ in pts]
-        err = [[p.diff - p.lo for _, p in pts], [p.hi - p.diff for _, p in pts]]
-        ax.errorbar(x, [p.diff for _, p in pts], yerr=err,
+        err = [[p.d.mean - p.d.lo for _, p in pts], [p.d.hi - p.d.mean for _, p in pts]]
+        ax.errorbar(x, [p.d.mean for _, p in pts], yerr=err,
                     marker="o", capsize=3, label=VALUE_LABEL[value])
     ax.axhline(0, color="grey", lw=0.8)
     ax.axhline(0.10, color="grey", lw=0.8, ls=":")

@@ -32,7 +32,7 @@ CONFIG_KEYS = ("q", "beta", "schedule", "every", "steps", "rho", "n", "slack", "
 
 
 def fmt_diff(p: Paired | None) -> str:
-    return "–" if p is None else f"{p.diff:+.3f} [{p.lo:+.3f}, {p.hi:+.3f}]"
+    return "–" if p is None else f"{p.d.mean:+.3f} [{p.d.lo:+.3f}, {p.d.hi:+.3f}]"
 
 
 def describe(cell: dict[str, Any]) -> str:
@@ -45,7 +45,7 @@ def table_row(rec: dict[str, Any], first: str) -> str:
     if p is None:
         raise ValueError(f"{rec['name']}: rows without the oracle metric")
     dep = deployable(rec)
-    cells = [first, VALUE_LABEL[rec["cell"]["value"]], f"{p.pairs} ({p.tasks})", f"{p.a:.3f}",
+    cells = [first, VALUE_LABEL[rec["cell"]["value"]], f"{p.d.pairs} ({p.d.tasks})", f"{p.a:.3f}",
              f"{p.b:.3f}", fmt_diff(p), fmt_diff(compare(rec, "max_weight_reward")),
              fmt_diff(dep[1]) if dep else "–", fmt_diff(compare(rec, "weighted_mean_reward")),
              f"{calls_ratio(rec):.1f}×"]
@@ -129,9 +129,9 @@ def best_regime(runs: list[dict[str, Any]]) -> tuple[dict[str, Any], bool] | Non
     val = [r for r in learned if r["cell"]["split"] == "validation"
            and any(key(t) == key(r) for t in test)]
     if val:
-        chosen = max(val, key=lambda r: compare(r).diff)  # type: ignore[union-attr]
+        chosen = max(val, key=lambda r: compare(r).d.mean)  # type: ignore[union-attr]
         return next(t for t in test if key(t) == key(chosen)), True
-    return max(test, key=lambda r: compare(r).diff), False  # type: ignore[union-attr]
+    return max(test, key=lambda r: compare(r).d.mean), False  # type: ignore[union-attr]
 
 
 def _config_key(rec: dict[str, Any]) -> tuple[Any, ...]:
@@ -146,11 +146,11 @@ def headline(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] | Non
     p = compare(rec)
     assert p is not None
     ceiling = _twin(runs, rec, "rollout")
-    met = p.diff >= GOAL and p.lo > 0
+    met = p.d.mean >= GOAL and p.d.lo > 0
     ceil = (f"; the Monte-Carlo upper-bound value at the same setting gives "
             f"{fmt_diff(compare(ceiling))}" if ceiling else "")
     return (f"**In short:** with the learned V_θ, AMC − Best-of-N = {fmt_diff(p)} (oracle "
-            f"best-of-pool, {p.pairs} pairs, {describe(rec['cell'])}){ceil}: the goal "
+            f"best-of-pool, {p.d.pairs} pairs, {describe(rec['cell'])}){ceil}: the goal "
             f"(≥ {GOAL:.2f}, interval above 0) is **{'met' if met else 'not met'}**.\n")
 
 
@@ -161,7 +161,7 @@ def goal_section(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] |
     p = compare(rec)
     assert p is not None
     dep = deployable(rec)
-    met = p.diff >= GOAL and p.lo > 0
+    met = p.d.mean >= GOAL and p.d.lo > 0
     how = ("chosen on the validation cells, reported on test" if clean else
            "**chosen on the test cells themselves** (no validation twin ran): optimistic")
     dep_text = (f"deployable selection ({dep[0]}): {fmt_diff(dep[1])}" if dep else
@@ -171,8 +171,8 @@ def goal_section(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] |
                  if ceiling else "")
     return (f"## Goal: learned V_θ, AMC − Best-of-N ≥ {GOAL:.2f} with the interval above 0\n\n"
             f"Best regime of the learned value ({how}): {describe(rec['cell'])}. Best-of-N "
-            f"{p.a:.3f}, AMC {p.b:.3f}, difference {fmt_diff(p)} over {p.pairs} pairs"
-            f"{' (below the sweep’s 300-pair target)' if p.pairs < 300 else ''}; "
+            f"{p.a:.3f}, AMC {p.b:.3f}, difference {fmt_diff(p)} over {p.d.pairs} pairs"
+            f"{' (below the sweep’s 300-pair target)' if p.d.pairs < 300 else ''}; "
             f"{dep_text}.{ceil_text} **Goal {'met' if met else 'not met'}** on the oracle "
             "best-of-pool.\n")
 

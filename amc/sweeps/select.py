@@ -64,7 +64,7 @@ def compare(rec: dict[str, Any], metric: str = MAIN) -> Paired | None:
 def deployable(rec: dict[str, Any]) -> tuple[str, Paired] | None:
     for m in DEPLOYABLE:
         p = compare(rec, m)
-        if p is not None and p.diff == p.diff:  # NaN: measured without a selection value
+        if p is not None and p.d.mean == p.d.mean:  # NaN: measured without a selection value
             return m, p
     return None
 

@@ -13,26 +13,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from amc.stats import paired_difference, task_mean_se
+from amc.stats import PairedDifference, paired_difference, task_mean_se
 
 
 @dataclass(frozen=True)
 class Paired:
-    """Means of ``a`` and ``b``, their paired difference b - a, its s.e. and 95% interval."""
+    """Means of ``a`` and ``b`` over the rows, and the paired difference ``d`` = b - a."""
 
     a: float
     b: float
-    diff: float
-    se: float
-    lo: float
-    hi: float
-    pairs: int
-    tasks: int
-
-    @property
-    def excludes_zero(self) -> bool:
-        """Whether the 95% interval lies entirely on one side of 0."""
-        return bool(self.lo > 0 or self.hi < 0)
+    d: PairedDifference
 
 
 def se_over_tasks(tasks: Sequence[str], x: Sequence[float]) -> float:
@@ -49,4 +39,4 @@ def paired(tasks: Sequence[str], a: Sequence[float], b: Sequence[float]) -> Pair
         raise ValueError(f"paired needs equal lengths: {len(tasks)} tasks, {av.size}, {bv.size}")
     keys = [(t, i) for i, t in enumerate(tasks)]  # row index: unique, same task grouping
     d = paired_difference(dict(zip(keys, bv, strict=True)), dict(zip(keys, av, strict=True)))
-    return Paired(float(av.mean()), float(bv.mean()), d.mean, d.se, d.lo, d.hi, d.pairs, d.tasks)
+    return Paired(float(av.mean()), float(bv.mean()), d)

@@ -18,13 +18,13 @@ def test_paired_averages_seeds_within_a_task_before_the_standard_error():
     bon = [0, 0, 1, 0, 0, 1]
     amc = [1, 1, 1, 1, 0, 1]  # d = 1, 1 | 0, 1 | 0, 0 -> task means 1, 0.5, 0
     p = paired(tasks, bon, amc)
-    assert (p.a, p.b, p.diff, p.pairs, p.tasks) == (pytest.approx(1 / 3), pytest.approx(5 / 6),
-                                                    pytest.approx(0.5), 6, 3)
-    assert p.se == pytest.approx(np.std([1, 0.5, 0], ddof=1) / np.sqrt(3))  # not over 6 pairs
-    assert p.lo == pytest.approx(0.5 - 4.303 * p.se, abs=1e-3)  # t, 2 degrees of freedom
-    assert p.hi == pytest.approx(0.5 + 4.303 * p.se, abs=1e-3)
-    assert not p.excludes_zero
-    assert paired(["a", "b", "c", "d"], [0, 0, 0, 0], [0.5, 0.6, 0.7, 0.6]).excludes_zero
+    assert (p.a, p.b, p.d.mean, p.d.pairs, p.d.tasks) == (
+        pytest.approx(1 / 3), pytest.approx(5 / 6), pytest.approx(0.5), 6, 3)
+    assert p.d.se == pytest.approx(np.std([1, 0.5, 0], ddof=1) / np.sqrt(3))  # not over 6 pairs
+    assert p.d.lo == pytest.approx(0.5 - 4.303 * p.d.se, abs=1e-3)  # t, 2 degrees of freedom
+    assert p.d.hi == pytest.approx(0.5 + 4.303 * p.d.se, abs=1e-3)
+    assert not p.d.separates
+    assert paired(["a", "b", "c", "d"], [0, 0, 0, 0], [0.5, 0.6, 0.7, 0.6]).d.separates
     assert np.isnan(se_over_tasks(["a", "a"], [1.0, 0.0]))  # one task: no spread to measure
 
 
