@@ -22,14 +22,18 @@ a menu-prompted LLM). Its "optimal number of steps" is therefore the planner's, 
 
 Planners (a function ``env -> next action | None`` per benchmark, plus optionally a memoised
 menu, :data:`PLANNERS`): TextCraft (:mod:`amc.envs.textcraft.planner`) and WebShop
-(:mod:`amc.envs.webshop.planner`: search, open the goal's product, choose its options, buy).
-SciWorld has none yet. A Monte-Carlo rollout value (:mod:`amc.value.rollout`) shares the
-prior's replay cache, so its rollouts' states are replayed once.
+(:mod:`amc.envs.webshop.planner`: search, open the goal's product, choose its options, buy)
+and SciWorld (:mod:`amc.envs.sciworld.planner`: ScienceWorld's gold action sequence, followed
+open loop, read from the history alone -- a JVM is not replayed -- with the driver's menu for
+the random branch, so ``enumerate_actions`` must be on). A Monte-Carlo rollout value
+(:mod:`amc.value.rollout`) shares the prior's replay cache, so its rollouts' states are
+replayed once.
 Registered as prior ``planner-mix``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,7 +48,17 @@ from amc.protocols import Environment, EnvSuite, WantsValidActions
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, AgentTurn, History, Usage
 
-Planner = Callable[[Environment], str | None]
+
+@dataclass(frozen=True)
+class HistoryView:
+    """What a replay-free planner reads: the benchmark's suite and the particle's history."""
+
+    suite: EnvSuite
+    history: History
+
+
+Planner = Callable[[Any], str | None]
+"""A replayed :class:`Environment` (or a :class:`HistoryView`, replay-free) -> next action."""
 Menu = Callable[[Environment], list[str] | None]
 
 
@@ -56,15 +70,21 @@ class PlannerHooks:
     """The optimal next action in an episode's state (None: nothing left to do)."""
     menu: Menu
     """The state's valid actions (``env.valid_actions()``, possibly memoised)."""
+    replay: bool = True
+    """False: the planner reads a :class:`HistoryView` and the random branch draws from the
+    menu the driver attaches -- an I/O-bound environment (SciWorld's JVM) is not replayed."""
 
 
 PLANNERS: dict[str, tuple[str, str | None]] = {
     "textcraft": ("amc.envs.textcraft.planner:textcraft_next_action",
                   "amc.envs.textcraft.planner:textcraft_menu"),
     "webshop": ("amc.envs.webshop.planner:webshop_next_action", None),
+    "sciworld": ("amc.envs.sciworld.planner:sciworld_next_action", None),
 }
 """Environment name -> ``module:function`` of its planner and of its menu (None: the
 environment's own ``valid_actions``)."""
+REPLAY_FREE = frozenset({"sciworld"})
+"""Benchmarks whose planner reads a :class:`HistoryView` (no replayed environment)."""
 
 
 class PlannerMixOptions(Frozen):
@@ -82,7 +102,8 @@ def load_planner(env_name: str) -> PlannerHooks:
         raise ValueError(f"planner-mix has planners for {', '.join(sorted(PLANNERS))}; "
                          f"not for {env_name!r}")
     planner, menu = PLANNERS[env_name]
-    return PlannerHooks(_resolve(planner), _resolve(menu) if menu else _own_menu)
+    return PlannerHooks(_resolve(planner), _resolve(menu) if menu else _own_menu,
+                        replay=env_name not in REPLAY_FREE)
 
 
 def _resolve(ref: str) -> Callable[..., Any]:
@@ -97,21 +118,28 @@ def _own_menu(env: Environment) -> list[str] | None:
 class PlannerMixPrior(WantsValidActions):
     """With probability q the planner's action, else a uniformly random valid action."""
 
-    wants_valid_actions = False  # the replayed environment lists them, only when needed
+    wants_valid_actions: bool = False  # set per instance from the hooks (see __init__)
 
     def __init__(self, suite: EnvSuite, hooks: PlannerHooks, options: PlannerMixOptions) -> None:
         self.suite, self.hooks, self.options = suite, hooks, options
         self.replay = ReplayCache(suite, options.cache_size)  # a rollout value shares it
+        # replayed: the replayed environment lists the menu, only when needed; replay-free:
+        # the driver attaches the particle's own environment's menu
+        self.wants_valid_actions = not hooks.replay
 
     async def propose(self, history: History, rng: np.random.Generator) -> AgentTurn:
-        env = self.replay.state(history.task_id, history.actions, history.observation0)
+        if self.hooks.replay:
+            env: Any = self.replay.state(history.task_id, history.actions, history.observation0)
+        else:
+            env = HistoryView(self.suite, history)
         # always draw the coin first, so q only moves the threshold on the same draws
         if rng.random() < self.options.q:
-            action = self.hooks.next_action(env)
+            action = (self.hooks.next_action(env) if self.hooks.replay
+                      else await asyncio.to_thread(self.hooks.next_action, env))  # may do I/O
             if action is not None:
                 return _turn(action)
         menu = history.valid_actions
-        if menu is None:
+        if menu is None and self.hooks.replay:
             menu = tuple(self.hooks.menu(env) or ())
         if not menu:
             return AgentTurn(raw_text="", action=INVALID_ACTION, usage=Usage(calls=1))

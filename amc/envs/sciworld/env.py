@@ -270,6 +270,7 @@ class SciWorldSuite:
             java = f"{java} {DETERMINISTIC_JAVA_OPTIONS}".strip()
         self.pool = SimulatorPool(options.pool_size, java, options.acquire_timeout_s)
         self._games: list[Game] | None = None
+        self._gold: dict[int, tuple[str, ...]] = {}  # game index -> gold actions
         self._lock = threading.Lock()
 
     def make(self) -> SciWorldEnv:
@@ -296,11 +297,19 @@ class SciWorldSuite:
         return games[idx]
 
     def gold_actions(self, task_id: str) -> list[str]:
-        """The simulator's gold action sequence for a task (a demonstration, not a limit)."""
+        """The simulator's gold action sequence for a task (a demonstration, not a limit).
+
+        Memoised per game: generating it reloads a game on a pooled simulator (~0.1-1 s), and
+        the planner-mix prior asks for it at every planner step."""
         g = self.game(task_id)
-        return self.pool.run(
-            lambda s: s.gold_actions(g.task_name, g.variation, self.options.simplification)
-        )
+        with self._lock:
+            cached = self._gold.get(g.index)
+        if cached is None:
+            cached = tuple(self.pool.run(
+                lambda s: s.gold_actions(g.task_name, g.variation, self.options.simplification)))
+            with self._lock:
+                self._gold[g.index] = cached
+        return list(cached)
 
     def task_ids(self, split: str) -> list[str]:
         if split not in ("train", "test"):
