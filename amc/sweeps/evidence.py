@@ -1,7 +1,8 @@
 """``docs/evidence.md``, generated from the committed sweep results (no hand-typed numbers).
 
 Reads every cell record under ``evidence/runs/`` (written by :mod:`amc.sweeps.harvest`) and the
-learned value's quality curve (``evidence/value_quality.json``), recomputes every comparison
+learned value's quality curve (``evidence/value_quality.json``; earlier values' under
+``evidence/values/``), recomputes every comparison
 from the per-(task, seed) rows (:mod:`amc.sweeps.stats`: paired AMC - Best-of-N at equal N,
 seeds averaged within a task, 95% intervals over tasks), and writes the document and its plots
 (PNG under ``docs/evidence/``). One-factor-at-a-time tables around the base point
@@ -27,6 +28,8 @@ from amc.sweeps.report import (
     headline,
     intro,
     quality_section,
+    split_superseded,
+    superseded_section,
     value_section,
 )
 
@@ -46,9 +49,16 @@ def load_quality(root: Path) -> dict[str, Any] | None:
     return json.loads(p.read_text()) if p.is_file() else None
 
 
+def load_values(root: Path) -> dict[str, dict[str, Any]]:
+    """Every learned value's quality record by content hash (``root/values/<hash>.json``)."""
+    return {p.stem: json.loads(p.read_text()) for p in sorted((root / "values").glob("*.json"))}
+
+
 def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
-           plots: Path | None, link: str) -> str:
+           plots: Path | None, link: str,
+           values: dict[str, dict[str, Any]] | None = None) -> str:
     """The whole document (plots written under ``plots`` when given, linked as ``link/``)."""
+    runs, old = split_superseded(runs, quality)
     parts = [intro(runs)]
     best = best_regime(runs)
     parts.append(headline(runs, best))
@@ -57,6 +67,7 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
     for f in FACTORS:
         parts.append(factor_section(runs, f, plots, link))
     parts.append(cannot_win(runs))
+    parts.append(superseded_section(old, values or {}))
     parts.append(quality_section(quality, plots, link))
     return "\n".join(p for p in parts if p).rstrip() + "\n"
 
@@ -69,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="exit 1 when the document differs from what the results give")
     args = ap.parse_args(argv)
     plots = None if args.check else args.doc.parent / "evidence"
-    text = render(load_runs(args.runs), load_quality(args.runs), plots, "evidence")
+    text = render(load_runs(args.runs), load_quality(args.runs), plots, "evidence",
+                  load_values(args.runs))
     if args.check:
         same = args.doc.is_file() and args.doc.read_text() == text
         print("up to date" if same else f"{args.doc} differs from the committed results")

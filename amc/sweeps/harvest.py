@@ -5,8 +5,10 @@ those refs do not travel with a branch, so the evidence is copied out: for every
 ref, ``sweeps/out/runs.json`` of its commit becomes ``evidence/runs/<cell name>.json`` (one
 compact row per line, so diffs stay readable), and the learned value's quality curve
 (``sweeps/out/value_quality.json`` of the checked-out commit) becomes
-``evidence/value_quality.json``. Nothing is dropped: a name seen twice with different rows
-keeps both (the second gets the experiment's name as a suffix).
+``evidence/value_quality.json`` and, by the value's content hash,
+``evidence/values/<hash>.json`` (so cells run with an earlier value keep its quality beside
+them). Nothing is dropped: a name seen twice with different rows keeps both (the second gets
+the experiment's name as a suffix).
 
     python -m amc.sweeps.harvest --repo /tmp/clone --out evidence
 """
@@ -70,6 +72,11 @@ def harvest(repo: Path, out: Path) -> list[Path]:
     if quality.is_file():
         (out / "value_quality.json").write_text(quality.read_text())
         written.append(out / "value_quality.json")
+        model_hash = json.loads(quality.read_text()).get("model_hash")
+        if model_hash:  # every value's quality stays, for the cells that used it
+            (out / "values").mkdir(parents=True, exist_ok=True)
+            (out / "values" / f"{model_hash}.json").write_text(quality.read_text())
+            written.append(out / "values" / f"{model_hash}.json")
     return written
 
 

@@ -223,3 +223,42 @@ def quality_section(quality: dict[str, Any] | None, plots: Path | None, link: st
             f"(all training states): test Pearson {f.get('test_pearson', float('nan')):.3f}, "
             f"AUC {f.get('test_auc', float('nan')):.3f}.\n\n" + "\n".join(rows)
             + f"\n\n![value quality]({link}/value_quality.png)\n")
+
+
+def split_superseded(runs: list[dict[str, Any]], quality: dict[str, Any] | None
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(cells of the current learned value and value-free cells, cells of an earlier value).
+
+    The current value is the quality record's ``model_hash``; a learned cell records the hash
+    of the value it ran with. Without a recorded hash nothing is set apart.
+    """
+    current = (quality or {}).get("model_hash")
+    if not current:
+        return runs, []
+    old = {id(r) for r in runs
+           if r["cell"]["value"] == "learned" and r.get("value_model_hash") != current}
+    return [r for r in runs if id(r) not in old], [r for r in runs if id(r) in old]
+
+
+def superseded_section(old: list[dict[str, Any]], values: dict[str, dict[str, Any]]) -> str:
+    """Every cell of an earlier learned value, with that value's quality (none dropped)."""
+    if not old:
+        return ""
+    lines = ["## Superseded learned values (kept, not used above)\n",
+             "Cells that ran with an earlier learned V_θ (named by its content hash; its quality "
+             "from `evidence/values/<hash>.json`). They are not part of the tables, the best "
+             "regime or the goal above, which use the current value only.\n",
+             "| value | its held-out Pearson, AUC | split | setting | pairs (tasks) | "
+             "AMC − BoN, oracle [95% CI] | deployable selection |",
+             "|---|---|---|---|---|---|---|"]
+    for r in sorted(old, key=lambda r: (str(r.get("value_model_hash")), r["name"])):
+        h = str(r.get("value_model_hash", "unrecorded"))
+        f = values.get(h, {}).get("final", {})
+        q = (f"{f['test_pearson']:.3f}, {f.get('test_auc', float('nan')):.3f}"
+             if "test_pearson" in f else "not recorded")
+        p, dep = compare(r), deployable(r)
+        assert p is not None
+        lines.append(f"| `{h}` | {q} | {r['cell']['split']} | {describe(r['cell'])} | "
+                     f"{p.d.pairs} ({p.d.tasks}) | {fmt_diff(p)} | "
+                     f"{fmt_diff(dep[1]) if dep else '–'} |")
+    return "\n".join(lines) + "\n"

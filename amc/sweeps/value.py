@@ -10,7 +10,8 @@ Training: head mode (frozen MiniLM encoder, features cached on disk, only the he
 first on nested subsets of ``sizes`` states -- value quality (Pearson, AUC of success,
 calibration) vs dataset size, one MLflow run per size (:func:`amc.value.scale.quality_vs_size`)
 -- then on all training states, saved to ``out_dir`` for the cells. ``quality_file`` keeps the
-curve and the final model's held-out metrics (committed evidence).
+curve, the final model's held-out metrics and its content hash (``model_hash``, the
+``value_model_hash`` of the cells that use it), committed as evidence.
 Run as ``python -m amc.sweeps.value`` in ``sweeps/``.
 """
 
@@ -24,6 +25,7 @@ from typing import Any
 from amc.config import SMCConfig
 from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_planner
 from amc.smc.sampler import run_task
+from amc.sweeps.cell import dir_hash
 from amc.sweeps.config import CellParams, ValueParams, load_sweep_params
 from amc.sweeps.tasks import make_suite, task_budget, value_train_tasks
 from amc.types import History
@@ -85,7 +87,7 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
                                   for s, d in card["splits"].items()}},
               "curve": curve["rows"], "held_out": curve["held_out"],
               "final": {k: float(v) for k, v in final.best.items()},
-              "mlflow_run_id": final.run_id}
+              "mlflow_run_id": final.run_id, "model_hash": dir_hash(vp.out_dir)}
     Path(vp.quality_file).parent.mkdir(parents=True, exist_ok=True)
     Path(vp.quality_file).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record

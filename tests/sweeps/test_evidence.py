@@ -63,6 +63,25 @@ def test_goal_verdict_and_best_regime_chosen_on_validation():
     assert "**Goal met**" in text and "chosen on the test cells themselves" in text
 
 
+def test_cells_of_an_earlier_value_are_kept_apart_from_the_current_values():
+    old = {**record(0.4, value="learned", beta=0.5, seed=6), "value_model_hash": "aaa"}
+    new = {**record(0.0, value="learned", beta=1.0, seed=7), "value_model_hash": "bbb"}
+    ceiling = record(0.3, value="rollout", seed=8)
+    quality = {"model_hash": "bbb", "final": {"test_pearson": 0.4, "test_auc": 0.8},
+               "curve": [], "data": {"q_grid": [0.4], "rollouts": 1, "slack": 1},
+               "held_out": "test"}
+    text = render([old, new, ceiling], quality, None, "e",
+                  {"aaa": {"final": {"test_pearson": 0.123, "test_auc": 0.7}}})
+    goal = text.split("## Goal", 1)[1].split("\n## ", 1)[0]
+    # the strong old cell would have met the goal: only the current value's cell counts
+    assert "**Goal not met**" in goal and "β = 1," in goal and "β = 0.5" not in goal
+    kept = text.split("## Superseded learned values", 1)[1]
+    assert "| `aaa` | 0.123, 0.700 | test | q = 0.4, β = 0.5," in kept
+    assert f"{diff(old):+.3f} [" in kept and "`bbb`" not in kept
+    # without a recorded hash (older quality files) nothing is set apart
+    assert "Superseded" not in render([old, new], {**quality, "model_hash": None}, None, "e")
+
+
 def test_harvest_keeps_every_experiment(tmp_path: Path):
     repo = tmp_path / "repo"
     (repo / "sweeps/out").mkdir(parents=True)
@@ -81,6 +100,10 @@ def test_harvest_keeps_every_experiment(tmp_path: Path):
     back = json.loads((tmp_path / "ev/runs/same-name.json").read_text())
     assert back["rows"] == record(0.1, value="rollout", seed=0)["rows"]
     assert json.loads(dumps_record(back)) == back
+    # the value's quality is kept under its content hash too (earlier values' cells need it)
+    (repo / "sweeps/out/value_quality.json").write_text(json.dumps({"model_hash": "abc"}))
+    harvest(repo, tmp_path / "ev")
+    assert json.loads((tmp_path / "ev/values/abc.json").read_text()) == {"model_hash": "abc"}
 
 
 def test_committed_results_regenerate_the_evidence_document_exactly():
