@@ -20,14 +20,17 @@ rollout() {
   for n in 8 15; do q -S cell.value=rollout -S cell.n=$n; done
   for s in 0 3; do q -S cell.value=rollout -S cell.slack=$s; done
 }
-learned() {  # beta is chosen on validation cells, reported on their test twins
-  for b in 0.25 1.0 0.5; do
-    ql -S cell.value=learned -S cell.beta=$b
+learned() {  # settings are chosen on validation cells, reported on their test twins
+  for b in 0.25 0.1 0.5 1.0; do
     ql -S cell.value=learned -S cell.beta=$b -S cell.split=validation
+    ql -S cell.value=learned -S cell.beta=$b
+  done
+  for split in validation test; do
+    ql -S cell.value=learned -S cell.schedule=ess -S cell.rho=0.7 -S cell.split=$split
+    ql -S cell.value=learned -S cell.n=8 -S cell.split=$split
   done
   for x in 0.2 0.6 0.8; do ql -S cell.value=learned -S cell.q=$x; done
   ql -S cell.value=learned -S cell.schedule=fixed -S 'cell.steps=[2]'
-  ql -S cell.value=learned -S cell.n=8
 }
 case "${1:-all}" in
   rollout) rollout ;;
