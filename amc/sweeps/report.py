@@ -31,6 +31,10 @@ HEADER = ("| {f} | value | pairs (tasks) | Best-of-N | AMC | AMC − BoN, oracle
 CONFIG_KEYS = ("q", "beta", "schedule", "every", "steps", "rho", "n", "slack", "depth", "value")
 
 
+def _num(x: float | None) -> str:
+    return "–" if x is None else f"{x:.3f}"
+
+
 def fmt_diff(p: Paired | None) -> str:
     return "–" if p is None else f"{p.d.mean:+.3f} [{p.d.lo:+.3f}, {p.d.hi:+.3f}]"
 
@@ -108,6 +112,8 @@ def value_section(runs: list[dict[str, Any]], quality: dict[str, Any] | None) ->
     f = (quality or {}).get("final", {})
     auc = f.get("test_auc", float("nan"))
     learned = (f"held-out Pearson {f['test_pearson']:.3f}, AUC {auc:.3f}"
+               + (f", AUC within (task, step) {f['test_auc_within']:.3f}"
+                  if "test_auc_within" in f else "")
                if "test_pearson" in f else "quality not recorded")
     what = {"none": "no signal (zero twist: resampling on equal weights)",
             "learned": f"learned V_θ: {learned}",
@@ -208,10 +214,11 @@ def cannot_win(runs: list[dict[str, Any]]) -> str:
 def quality_section(quality: dict[str, Any] | None, plots: Path | None, link: str) -> str:
     if quality is None:
         return ""
-    rows = ["| training states | tasks | Pearson | AUC | ECE | Brier |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| training states | tasks | Pearson | AUC | AUC within (task, step) | ECE | Brier |",
+            "|---|---|---|---|---|---|---|"]
     rows += [f"| {r['train_states']} | {r['train_tasks']} | {r['pearson']:.3f} | "
-             f"{r['auc']:.3f} | {r['ece']:.3f} | {r['brier']:.3f} |" for r in quality["curve"]]
+             f"{r['auc']:.3f} | {_num(r.get('auc_within'))} | {r['ece']:.3f} | "
+             f"{r['brier']:.3f} |" for r in quality["curve"]]
     if plots is not None:
         plot_quality(quality["curve"], plots / "value_quality.png")
     d = quality["data"]
@@ -221,7 +228,11 @@ def quality_section(quality: dict[str, Any] | None, plots: Path | None, link: st
             f"train tasks (q ∈ {d['q_grid']}, {d['rollouts']} rollouts per task and q, budget "
             f"= plan + {d['slack']}); held-out {quality['held_out']} tasks. Final model "
             f"(all training states): test Pearson {f.get('test_pearson', float('nan')):.3f}, "
-            f"AUC {f.get('test_auc', float('nan')):.3f}.\n\n" + "\n".join(rows)
+            f"AUC {f.get('test_auc', float('nan')):.3f}, AUC within (task, step) "
+            f"{_num(f.get('test_auc_within'))}. *AUC within (task, step)* counts only pairs of "
+            "states of one task at one step -- the choices resampling makes; the plain AUC "
+            "also credits ranking easy tasks and early steps above hard and late ones.\n\n"
+            + "\n".join(rows)
             + f"\n\n![value quality]({link}/value_quality.png)\n")
 
 

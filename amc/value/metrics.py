@@ -6,12 +6,20 @@ y_t: MSE, MAE, Pearson, Spearman. Success metrics ask whether the implied total 
 trajectory succeeds: ROC AUC (Mann-Whitney, ties averaged), the Brier score and the expected
 calibration error (ECE, 10 equal-width bins). The reliability plot bins that clipped
 prediction and shows the observed success frequency per bin.
+
+``auc_within`` is the AUC over pairs of states of the same group only -- with groups
+(task, step), the pairs resampling faces: particles of one task at one step. The plain AUC also
+rewards ranking easy tasks above hard ones and early states above late ones, which no
+resampling decision needs; a value can score well on it and still not steer.
 """
 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
+from collections.abc import Hashable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.stats import pearsonr, rankdata, spearmanr
@@ -33,6 +41,30 @@ def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
     return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
+def within_group_auc(scores: np.ndarray, labels: np.ndarray, groups: Sequence[Hashable]
+                     ) -> float:
+    """ROC AUC over (positive, negative) pairs in the same group only, ties counted one half.
+
+    The pooled Mann-Whitney statistic: sum over groups of the concordant pairs, divided by the
+    number of mixed pairs (NaN when no group holds both classes).
+    """
+    scores, labels = np.asarray(scores, float), np.asarray(labels, bool)
+    if not (len(scores) == len(labels) == len(groups)):
+        raise ValueError("within_group_auc needs scores, labels and groups of equal length")
+    by_group: dict[Hashable, list[int]] = defaultdict(list)
+    for i, g in enumerate(groups):
+        by_group[g].append(i)
+    num = den = 0.0
+    for idx in by_group.values():
+        y = labels[idx]
+        n_pos, n_neg = int(y.sum()), len(idx) - int(y.sum())
+        if n_pos and n_neg:
+            ranks = rankdata(scores[idx])
+            num += ranks[y].sum() - n_pos * (n_pos + 1) / 2
+            den += n_pos * n_neg
+    return float(num / den) if den else float("nan")
+
+
 def calibration_error(p_success: np.ndarray, success: np.ndarray, bins: int = 10) -> float:
     """Expected calibration error: state-weighted mean |mean prediction - success rate| over
     equal-width bins of the predicted success probability in [0, 1] (NaN when empty)."""
@@ -46,12 +78,15 @@ def calibration_error(p_success: np.ndarray, success: np.ndarray, bins: int = 10
 
 
 def value_metrics(pred: np.ndarray, target: np.ndarray, reward_so_far: np.ndarray,
-                  success: np.ndarray) -> dict[str, float]:
-    """All metrics of one evaluation (NaN where undefined, e.g. a constant prediction)."""
+                  success: np.ndarray, groups: Sequence[Hashable] | None = None
+                  ) -> dict[str, float]:
+    """All metrics of one evaluation (NaN where undefined, e.g. a constant prediction).
+
+    ``groups`` (e.g. (task, step) per state) adds ``auc_within``."""
     pred, target = np.asarray(pred, float), np.asarray(target, float)
     p_success = np.clip(np.asarray(reward_so_far, float) + pred, 0.0, 1.0)
     success = np.asarray(success, bool)
-    return {
+    out = {
         "mse": float(np.mean((pred - target) ** 2)) if len(pred) else float("nan"),
         "mae": float(np.mean(np.abs(pred - target))) if len(pred) else float("nan"),
         "pearson": _corr(pearsonr, pred, target),
@@ -60,6 +95,16 @@ def value_metrics(pred: np.ndarray, target: np.ndarray, reward_so_far: np.ndarra
         "brier": float(np.mean((p_success - success) ** 2)) if len(pred) else float("nan"),
         "ece": calibration_error(p_success, success),
     }
+    if groups is not None:
+        out["auc_within"] = within_group_auc(p_success, success, groups)
+    return out
+
+
+def state_groups(cols: dict[str, Any]) -> list[tuple[Any, Any]] | None:
+    """(task, step) of every state of a split's columns (None when the columns lack them)."""
+    if "task_id" not in cols or "step" not in cols:
+        return None
+    return list(zip(cols["task_id"], cols["step"], strict=True))
 
 
 def finite(metrics: dict[str, float], prefix: str = "") -> dict[str, float]:

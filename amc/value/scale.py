@@ -24,7 +24,7 @@ from amc.value.metrics import finite
 if TYPE_CHECKING:
     from amc.value.train import TrainConfig
 
-REPORTED = ("pearson", "auc", "ece", "brier", "mse")
+REPORTED = ("pearson", "auc", "auc_within", "ece", "brier", "mse")
 
 
 def nested_order(cols: dict[str, Any], seed: int) -> np.ndarray:
@@ -59,7 +59,7 @@ def quality_vs_size(dataset_dir: str | Path, sizes: list[int], cfg: TrainConfig,
 
     dsd, render, card = load_dataset_dir(dataset_dir)
     check_budget(render, cfg.model.max_length)
-    keys = ("text", "target", "reward_so_far", "success", "task_id", "traj")
+    keys = ("text", "target", "reward_so_far", "success", "task_id", "traj", "step")
     splits = {s: {k: list(dsd[s][k]) for k in keys} for s in ("train", "validation", "test")}
     # ``max_train_rows`` bounds the pool the subsets are drawn from (what train() would embed).
     splits["train"] = {k: v[: cfg.max_train_rows] for k, v in splits["train"].items()}

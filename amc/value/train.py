@@ -29,7 +29,7 @@ from pydantic import Field, model_validator
 
 from amc.config import Frozen
 from amc.value.features import HeadConfig
-from amc.value.metrics import finite, reliability_plot, value_metrics
+from amc.value.metrics import finite, reliability_plot, state_groups, value_metrics
 from amc.value.model import (
     ModelConfig,
     build_model,
@@ -118,7 +118,8 @@ class TrainResult:
 def columns(ds: Any, limit: int | None = None) -> dict[str, Any]:
     if limit is not None:
         ds = ds.select(range(min(limit, len(ds))))
-    return {k: list(ds[k]) for k in ("text", "target", "reward_so_far", "success")}
+    keys = ("text", "target", "reward_so_far", "success", "task_id", "step")
+    return {k: list(ds[k]) for k in keys if k in ds.column_names}
 
 
 def _evaluate(model: Any, ids: list[list[int]], cols: dict[str, Any], pad_id: int,
@@ -128,7 +129,7 @@ def _evaluate(model: Any, ids: list[list[int]], cols: dict[str, Any], pad_id: in
         return {}, []
     pred = predict_ids(model, ids, pad_id, cfg.eval_batch_size, device, autocast)
     return value_metrics(np.array(pred), np.array(cols["target"]), np.array(cols["reward_so_far"]),
-                         np.array(cols["success"])), pred
+                         np.array(cols["success"]), state_groups(cols)), pred
 
 
 def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),

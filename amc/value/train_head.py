@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from amc.value.features import EmbedStats, FeatureCache, embed_texts, encoder_identity
-from amc.value.metrics import finite, value_metrics
+from amc.value.metrics import finite, state_groups, value_metrics
 
 if TYPE_CHECKING:
     from amc.value.model import ValueModel
@@ -43,7 +43,8 @@ class SplitFeatures:
         if not len(pred):
             return {}
         return value_metrics(pred, np.array(self.cols["target"]),
-                             np.array(self.cols["reward_so_far"]), np.array(self.cols["success"]))
+                             np.array(self.cols["reward_so_far"]), np.array(self.cols["success"]),
+                             state_groups(self.cols))
 
 
 def head_predict(model: ValueModel, x: np.ndarray, batch: int = 4096) -> np.ndarray:

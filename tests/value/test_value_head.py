@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from amc.value.features import FeatureCache, HeadConfig, embed_texts, encoder_identity
-from amc.value.metrics import calibration_error
+from amc.value.metrics import calibration_error, roc_auc, value_metrics, within_group_auc
 from amc.value.scale import nested_order, quality_vs_size
 from amc.value.train import train
 from amc.value.train_head import head_predict
@@ -158,3 +158,26 @@ def test_row_limits_bound_what_is_embedded_and_subsampled(dataset_dir: Path, hea
                              tmp_path / "q", progress=False)
     assert report["train_states_available"] == 40
     assert [r["train_states"] for r in report["rows"]] == [5, 40]
+
+
+def test_within_group_auc_ignores_between_group_ranking() -> None:
+    # Group a scores high, group b low; within each, the success is ranked first.
+    scores = np.array([0.9, 0.8, 0.2, 0.1])
+    labels = np.array([1, 0, 1, 0], bool)
+    groups = [("a", 1), ("a", 1), ("b", 1), ("b", 1)]
+    assert within_group_auc(scores, labels, groups) == pytest.approx(1.0)
+    # the plain AUC also counts (a fail 0.8) above (b success 0.2): 3 of 4 pairs
+    assert roc_auc(scores, labels) == pytest.approx(0.75)
+    flipped = np.array([0.8, 0.9, 0.1, 0.2])  # within each group the failure is ranked first
+    assert within_group_auc(flipped, labels, groups) == 0.0
+    assert roc_auc(flipped, labels) == pytest.approx(0.25)  # (a success 0.8) > (b fail 0.2)
+    # ties count one half; single-class groups add nothing; pooled over groups by pair count
+    assert within_group_auc(np.array([0.5, 0.5, 1, 0, 0]), np.array([1, 0, 1, 0, 0], bool),
+                            ["x", "x", "y", "y", "y"]) == pytest.approx((0.5 + 2) / 3)
+    assert np.isnan(within_group_auc(scores, np.array([1, 1, 0, 0], bool),
+                                     ["a", "a", "b", "b"]))
+    m = value_metrics(scores, labels.astype(float), np.zeros(4), labels, groups)
+    assert m["auc_within"] == pytest.approx(1.0) and "auc_within" not in value_metrics(
+        scores, labels.astype(float), np.zeros(4), labels)
+    with pytest.raises(ValueError, match="equal length"):
+        within_group_auc(scores, labels, groups[:3])
