@@ -71,6 +71,8 @@ class ValueParams(Frozen):
     """Skills whose rollouts make the data (the sweep varies q; one value serves all)."""
     rollouts: int = Field(2, ge=1)
     """Prior rollouts per (train task, q)."""
+    max_tasks: int | None = Field(None, ge=2)
+    """Only the first max_tasks value-training tasks (None = all; toy runs and tests)."""
     slack: int = Field(1, ge=0)
     """Budget of the rollouts = plan length + slack (as the cells')."""
     sizes: tuple[int, ...] = (250, 500, 1000, 2000)

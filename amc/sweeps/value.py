@@ -10,8 +10,10 @@ Training: head mode (frozen MiniLM encoder, features cached on disk, only the he
 first on nested subsets of ``sizes`` states -- value quality (Pearson, AUC of success,
 calibration) vs dataset size, one MLflow run per size (:func:`amc.value.scale.quality_vs_size`)
 -- then on all training states, saved to ``out_dir`` for the cells. ``quality_file`` keeps the
-curve, the final model's held-out metrics and its content hash (``model_hash``, the
-``value_model_hash`` of the cells that use it), committed as evidence.
+curve, the final model's held-out metrics, the same metrics of the Monte-Carlo rollout value on
+the same held-out states (``ceiling``: what a perfect V_theta would approach) and the model's
+content hash (``model_hash``, the ``value_model_hash`` of the cells that use it), committed as
+evidence.
 Run as ``python -m amc.sweeps.value`` in ``sweeps/``.
 """
 
@@ -22,6 +24,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from amc.config import SMCConfig
 from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_planner
 from amc.smc.sampler import run_task
@@ -29,24 +33,63 @@ from amc.sweeps.cell import dir_hash
 from amc.sweeps.config import CellParams, ValueParams, load_sweep_params
 from amc.sweeps.tasks import make_suite, task_budget, value_train_tasks
 from amc.types import History
-from amc.value.data import DatasetOptions, build_dataset, histories_from_record
+from amc.value.data import (
+    DatasetOptions,
+    build_dataset,
+    histories_from_record,
+    load_dataset_dir,
+    returns_to_go,
+)
+from amc.value.metrics import value_metrics
+from amc.value.rollout import RolloutValue, RolloutValueOptions
 from amc.value.simple import ZeroValue
 
 
-async def rollouts(vp: ValueParams, cell: CellParams) -> list[History]:
-    """Prior episodes on the value-training tasks, every q of the grid (Best-of-G records)."""
+async def rollouts(vp: ValueParams, cell: CellParams) -> list[tuple[float, History]]:
+    """(q, episode) of the prior on the value-training tasks, every q of the grid."""
     suite = make_suite(cell)
-    out: list[History] = []
+    out: list[tuple[float, History]] = []
     for qi, q in enumerate(vp.q_grid):
         prior = PlannerMixPrior(suite, load_planner("textcraft"), PlannerMixOptions(q=q))
-        for task in value_train_tasks(suite, cell.val_tasks):
+        for task in value_train_tasks(suite, cell.val_tasks)[: vp.max_tasks]:
             smc = SMCConfig(n_particles=vp.rollouts, max_steps=task_budget(suite, task, vp.slack),
                             resample="never")
             res = await run_task(suite=suite, prior=prior, value=ZeroValue(), task_id=task,
                                  smc=smc, seed=vp.seed * 1000 + qi, method="bon")
-            out.extend(histories_from_record(res.to_dict()))
+            out.extend((q, h) for h in histories_from_record(res.to_dict()))
         prior.replay.clear()
     return out
+
+
+async def ceiling(tagged: list[tuple[float, History]], tasks: set[str], vp: ValueParams,
+                  cell: CellParams) -> dict[str, float]:
+    """The Monte-Carlo rollout value's quality on the held-out states: the learned value's ceiling.
+
+    Every state of every held-out episode (tasks ``tasks``) is scored by p(s) = the mean
+    future reward of ``cell.rollouts`` rollouts of the prior *at the episode's own q* (the
+    ``rollout`` value of the cells, which knows the state and the skill exactly), then measured
+    with the learned value's metrics against the same realised targets.
+    """
+    suite = make_suite(cell)
+    cols: dict[str, list[Any]] = {k: [] for k in ("pred", "target", "so_far", "success", "g")}
+    for q in sorted({q for q, _ in tagged}):
+        prior = PlannerMixPrior(suite, load_planner("textcraft"), PlannerMixOptions(q=q))
+        for h in (h for qq, h in tagged if qq == q and h.task_id in tasks):
+            rv = RolloutValue(suite, prior, 1.0, RolloutValueOptions(
+                n_rollouts=cell.rollouts, max_steps=h.budget or len(h.steps), seed=vp.seed))
+            rewards = [s.reward for s in h.steps]
+            togo = returns_to_go(rewards)
+            for t in range(len(h.steps) + 1):
+                r, _ = await rv.returns(h.prefix(t))
+                cols["pred"].append(float(r.mean()) if r.size else 0.0)
+                cols["target"].append(togo[t])
+                cols["so_far"].append(float(sum(rewards[:t])))
+                cols["success"].append(sum(rewards) >= 1.0)
+                cols["g"].append((h.task_id, t))
+        prior.replay.clear()
+    m = value_metrics(np.array(cols["pred"]), np.array(cols["target"]), np.array(cols["so_far"]),
+                      np.array(cols["success"]), cols["g"])
+    return {**m, "states": float(len(cols["pred"])), "rollouts": float(cell.rollouts)}
 
 
 def train_config(vp: ValueParams, cache_dir: Path, track: bool) -> Any:
@@ -78,16 +121,20 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
 
     work = Path(vp.work_dir)
     ds = work / "dataset"
-    card = build_dataset(asyncio.run(rollouts(vp, cell)), ds, dataset_options(vp))
+    tagged = asyncio.run(rollouts(vp, cell))
+    card = build_dataset([h for _, h in tagged], ds, dataset_options(vp))
     cfg = train_config(vp, work / "feature-cache", track)
     curve = quality_vs_size(ds, list(vp.sizes), cfg, work / "quality", progress=progress)
     final = train(ds, cfg, vp.out_dir)
+    held = load_dataset_dir(ds)[0][curve["held_out"]]
+    upper = asyncio.run(ceiling(tagged, set(held["task_id"]), vp, cell))
     record = {"data": {"q_grid": list(vp.q_grid), "rollouts": vp.rollouts, "slack": vp.slack,
                        "splits": {s: {k: v for k, v in d.items() if k != "target_histogram"}
                                   for s, d in card["splits"].items()}},
               "curve": curve["rows"], "held_out": curve["held_out"],
               "final": {k: float(v) for k, v in final.best.items()},
-              "mlflow_run_id": final.run_id, "model_hash": dir_hash(vp.out_dir)}
+              "mlflow_run_id": final.run_id, "model_hash": dir_hash(vp.out_dir),
+              "ceiling": upper}
     Path(vp.quality_file).parent.mkdir(parents=True, exist_ok=True)
     Path(vp.quality_file).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record

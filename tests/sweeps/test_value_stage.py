@@ -1,0 +1,36 @@
+"""The sweep's value stage at toy size: data, curve, model, hash and the rollout ceiling."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from amc.sweeps.cell import dir_hash
+from amc.sweeps.config import CellParams, ValueParams
+from amc.sweeps.value import run
+from amc.value.data import load_dataset_dir
+
+
+@pytest.mark.slow
+def test_value_stage_records_quality_hash_and_the_ceiling_on_the_same_states(tmp_path: Path):
+    vp = ValueParams(q_grid=(0.3, 0.7), rollouts=2, max_tasks=24, sizes=(40,), epochs=2,
+                     max_length=64, work_dir=str(tmp_path / "work"), out_dir=str(tmp_path / "m"),
+                     quality_file=str(tmp_path / "q.json"))
+    cell = CellParams(rollouts=4)
+    rec = run(vp, cell, track=False)
+    saved = json.loads((tmp_path / "q.json").read_text())
+    assert saved["model_hash"] == rec["model_hash"] and saved["ceiling"].keys() == rec[
+        "ceiling"].keys()
+    assert rec["model_hash"] == dir_hash(tmp_path / "m")  # what a learned cell records
+    dsd, render, card = load_dataset_dir(tmp_path / "work/dataset")
+    assert render.show_budget and card["splits"]["train"]["trajectories"] > 0
+    held = dsd[rec["held_out"]]
+    up = rec["ceiling"]
+    # the ceiling is measured on exactly the held-out states the learned value was
+    assert up["states"] == len(held) and up["rollouts"] == 4
+    assert all(np.isfinite(up[k]) for k in ("pearson", "auc", "mse"))
+    assert 0.0 <= up["auc"] <= 1.0 and rec["curve"][0]["train_states"] == 40
+    assert "[STEPS LEFT]" in held[0]["text"]
