@@ -115,6 +115,9 @@ def value_section(runs: list[dict[str, Any]], quality: dict[str, Any] | None) ->
                + (f", AUC within (task, step) {f['test_auc_within']:.3f}"
                   if "test_auc_within" in f else "")
                if "test_pearson" in f else "quality not recorded")
+    up = (quality or {}).get("ceiling")
+    if up and "auc_within" in up:
+        learned += f" (the rollout value on the same states: {up['auc_within']:.3f})"
     what = {"none": "no signal (zero twist: resampling on equal weights)",
             "learned": f"learned V_θ: {learned}",
             "rollout": "Monte-Carlo soft value of the prior itself (M rollouts): the ceiling"}
@@ -219,6 +222,11 @@ def quality_section(quality: dict[str, Any] | None, plots: Path | None, link: st
     rows += [f"| {r['train_states']} | {r['train_tasks']} | {r['pearson']:.3f} | "
              f"{r['auc']:.3f} | {_num(r.get('auc_within'))} | {r['ece']:.3f} | "
              f"{r['brier']:.3f} |" for r in quality["curve"]]
+    up = quality.get("ceiling")
+    if up:  # the rollout value on the same held-out states: what the learned one aims at
+        rows.append(f"| ceiling: Monte-Carlo rollout value (M = {up['rollouts']:g}) | – | "
+                    f"{up['pearson']:.3f} | {up['auc']:.3f} | {_num(up.get('auc_within'))} | "
+                    f"{up['ece']:.3f} | {up['brier']:.3f} |")
     if plots is not None:
         plot_quality(quality["curve"], plots / "value_quality.png")
     d = quality["data"]
