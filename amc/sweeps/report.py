@@ -214,6 +214,20 @@ def cannot_win(runs: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n" if len(out) > 1 else ""
 
 
+def _by_step_table(quality: dict[str, Any]) -> str:
+    """AUC within (task, step) at each step: the learned value (largest size) vs the ceiling."""
+    learned = (quality["curve"][-1] if quality["curve"] else {}).get("auc_within_by_step")
+    up = (quality.get("ceiling") or {}).get("auc_within_by_step")
+    if not learned or not up:
+        return ""
+    rows = [f"| {t} | {learned[t]:.3f} | {up[t]:.3f} |"
+            for t in sorted(set(learned) & set(up), key=int)]
+    return ("\n\nBy step t (states after t actions; resampling acts at the early ones): AUC "
+            "within (task, step) of the learned value (the largest training size above) and of "
+            "the rollout ceiling, on the same held-out states.\n\n"
+            "| step t | learned V_θ | rollout ceiling |\n|---|---|---|\n" + "\n".join(rows))
+
+
 def quality_section(quality: dict[str, Any] | None, plots: Path | None, link: str) -> str:
     if quality is None:
         return ""
@@ -231,6 +245,7 @@ def quality_section(quality: dict[str, Any] | None, plots: Path | None, link: st
         plot_quality(quality["curve"], plots / "value_quality.png")
     d = quality["data"]
     f = quality["final"]
+    steps = _by_step_table(quality)
     return ("## The learned value: quality vs dataset size\n\n"
             f"Head-mode MiniLM (frozen encoder, cached features) on planner-mix rollouts of "
             f"train tasks (q ∈ {d['q_grid']}, {d['rollouts']} rollouts per task and q, budget "
@@ -240,7 +255,7 @@ def quality_section(quality: dict[str, Any] | None, plots: Path | None, link: st
             f"{_num(f.get('test_auc_within'))}. *AUC within (task, step)* counts only pairs of "
             "states of one task at one step -- the choices resampling makes; the plain AUC "
             "also credits ranking easy tasks and early steps above hard and late ones.\n\n"
-            + "\n".join(rows)
+            + "\n".join(rows) + steps
             + f"\n\n![value quality]({link}/value_quality.png)\n")
 
 

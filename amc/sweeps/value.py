@@ -40,7 +40,7 @@ from amc.value.data import (
     load_dataset_dir,
     returns_to_go,
 )
-from amc.value.metrics import value_metrics
+from amc.value.metrics import auc_within_by_step, value_metrics
 from amc.value.rollout import RolloutValue, RolloutValueOptions
 from amc.value.simple import ZeroValue
 
@@ -62,7 +62,7 @@ async def rollouts(vp: ValueParams, cell: CellParams) -> list[tuple[float, Histo
 
 
 async def ceiling(tagged: list[tuple[float, History]], tasks: set[str], vp: ValueParams,
-                  cell: CellParams) -> dict[str, float]:
+                  cell: CellParams) -> dict[str, Any]:
     """The Monte-Carlo rollout value's quality on the held-out states: the learned value's ceiling.
 
     Every state of every held-out episode (tasks ``tasks``) is scored by p(s) = the mean
@@ -87,9 +87,12 @@ async def ceiling(tagged: list[tuple[float, History]], tasks: set[str], vp: Valu
                 cols["success"].append(sum(rewards) >= 1.0)
                 cols["g"].append((h.task_id, t))
         prior.replay.clear()
-    m = value_metrics(np.array(cols["pred"]), np.array(cols["target"]), np.array(cols["so_far"]),
-                      np.array(cols["success"]), cols["g"])
-    return {**m, "states": float(len(cols["pred"])), "rollouts": float(cell.rollouts)}
+    pred, so_far, ok = (np.array(cols[k]) for k in ("pred", "so_far", "success"))
+    m = value_metrics(pred, np.array(cols["target"]), so_far, ok, cols["g"])
+    by_step = auc_within_by_step(pred, so_far, ok, {"task_id": [g[0] for g in cols["g"]],
+                                                    "step": [g[1] for g in cols["g"]]})
+    return {**m, "states": float(len(pred)), "rollouts": float(cell.rollouts),
+            "auc_within_by_step": by_step}
 
 
 def train_config(vp: ValueParams, cache_dir: Path, track: bool) -> Any:

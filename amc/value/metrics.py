@@ -100,6 +100,25 @@ def value_metrics(pred: np.ndarray, target: np.ndarray, reward_so_far: np.ndarra
     return out
 
 
+def auc_within_by_step(pred: np.ndarray, reward_so_far: np.ndarray, success: np.ndarray,
+                       cols: dict[str, Any]) -> dict[str, float]:
+    """``auc_within`` of the states at each step t separately ({"t": AUC}, NaN-free).
+
+    The grouped AUC over all steps is dominated by late states, whose outcome is nearly
+    settled; resampling acts early (e.g. after step 2), so the early steps' values are the
+    ones that steer.
+    """
+    p = np.clip(np.asarray(reward_so_far, float) + np.asarray(pred, float), 0.0, 1.0)
+    y, steps = np.asarray(success, bool), np.asarray(cols["step"])
+    out = {}
+    for t in sorted(set(steps.tolist())):
+        sel = np.flatnonzero(steps == t)
+        auc = within_group_auc(p[sel], y[sel], [cols["task_id"][i] for i in sel])
+        if math.isfinite(auc):
+            out[str(t)] = auc
+    return out
+
+
 def state_groups(cols: dict[str, Any]) -> list[tuple[Any, Any]] | None:
     """(task, step) of every state of a split's columns (None when the columns lack them)."""
     if "task_id" not in cols or "step" not in cols:

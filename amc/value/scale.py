@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from amc.value.metrics import finite
+from amc.value.metrics import auc_within_by_step, finite
 
 if TYPE_CHECKING:
     from amc.value.train import TrainConfig
@@ -131,10 +131,14 @@ def _one_size(model: Any, sub: Any, feats: dict[str, Any], held_name: str, cfg: 
         log = mlflow.log_metrics
     try:
         history, best_epoch = fit_head(model, sub, feats["validation"], cfg, log, progress)
-        held = feats[held_name].metrics(head_predict(model, feats[held_name].x))
+        h = feats[held_name]
+        pred = head_predict(model, h.x)
+        held = h.metrics(pred)
         row = {"train_states": n, "train_tasks": len(set(sub.cols["task_id"])),
                "best_epoch": best_epoch, "epochs": len(history),
-               **{k: held.get(k, float("nan")) for k in REPORTED}}
+               **{k: held.get(k, float("nan")) for k in REPORTED},
+               "auc_within_by_step": auc_within_by_step(
+                   pred, np.array(h.cols["reward_so_far"]), np.array(h.cols["success"]), h.cols)}
         if track:
             mlflow.log_metrics({**finite(held, "heldout_"), "best_epoch": float(best_epoch)})
     finally:

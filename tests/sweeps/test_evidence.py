@@ -84,17 +84,20 @@ def test_cells_of_an_earlier_value_are_kept_apart_from_the_current_values():
 
 def test_quality_section_shows_the_ceiling_and_within_task_auc_beside_the_curve():
     row = {"train_states": 100, "train_tasks": 9, "pearson": 0.3, "auc": 0.8,
-           "auc_within": 0.61, "ece": 0.05, "brier": 0.1}
+           "auc_within": 0.61, "ece": 0.05, "brier": 0.1,
+           "auc_within_by_step": {"2": 0.57, "10": 0.9}}
     quality = {"model_hash": "bbb", "held_out": "test",
                "final": {"test_pearson": 0.3, "test_auc": 0.8, "test_auc_within": 0.6},
                "curve": [row], "data": {"q_grid": [0.4], "rollouts": 1, "slack": 1},
                "ceiling": {"rollouts": 8, "pearson": 0.55, "auc": 0.9, "auc_within": 0.83,
-                           "ece": 0.02, "brier": 0.07}}
+                           "ece": 0.02, "brier": 0.07,
+                           "auc_within_by_step": {"2": 0.69, "3": 0.8, "10": 0.95}}}
     text = render([record(0.0, value="learned", seed=9) | {"value_model_hash": "bbb"}],
                   quality, None, "e")
     assert "| 100 | 9 | 0.300 | 0.800 | 0.610 | 0.050 | 0.100 |" in text
     assert "| ceiling: Monte-Carlo rollout value (M = 8) | – | 0.550 | 0.900 | 0.830 |" in text
     assert "AUC within (task, step) 0.600 (the rollout value on the same states: 0.830)" in text
+    assert "| 2 | 0.570 | 0.690 |\n| 10 | 0.900 | 0.950 |" in text  # common steps, in order
 
 
 def test_harvest_keeps_every_experiment(tmp_path: Path):

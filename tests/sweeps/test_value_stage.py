@@ -34,3 +34,4 @@ def test_value_stage_records_quality_hash_and_the_ceiling_on_the_same_states(tmp
     assert all(np.isfinite(up[k]) for k in ("pearson", "auc", "mse"))
     assert 0.0 <= up["auc"] <= 1.0 and rec["curve"][0]["train_states"] == 40
     assert "[STEPS LEFT]" in held[0]["text"]
+    assert set(up["auc_within_by_step"]) <= {str(t) for t in set(held["step"])}

@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 
 from amc.value.features import FeatureCache, HeadConfig, embed_texts, encoder_identity
-from amc.value.metrics import calibration_error, roc_auc, value_metrics, within_group_auc
+from amc.value.metrics import (
+    auc_within_by_step,
+    calibration_error,
+    roc_auc,
+    value_metrics,
+    within_group_auc,
+)
 from amc.value.scale import nested_order, quality_vs_size
 from amc.value.train import train
 from amc.value.train_head import head_predict
@@ -181,3 +187,9 @@ def test_within_group_auc_ignores_between_group_ranking() -> None:
         scores, labels.astype(float), np.zeros(4), labels)
     with pytest.raises(ValueError, match="equal length"):
         within_group_auc(scores, labels, groups[:3])
+    # by step: each step's states grouped by task; a step with one class is left out
+    cols = {"task_id": ["a", "a", "a", "a"], "step": [1, 1, 2, 2]}
+    by = auc_within_by_step(np.array([0.9, 0.1, 0.1, 0.9]), np.zeros(4),
+                            np.array([1, 0, 1, 0], bool), cols)
+    assert by == {"1": 1.0, "2": 0.0}
+    assert auc_within_by_step(np.ones(4), np.zeros(4), np.array([1, 1, 0, 0], bool), cols) == {}
