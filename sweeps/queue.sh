@@ -21,11 +21,12 @@ rollout() {
   for s in 0 3; do q -S cell.value=rollout -S cell.slack=$s; done
 }
 learned() {  # settings are chosen on validation cells, reported on their test twins
-  for b in 0.25 0.1 0.5 1.0; do
+  for b in 0.25 0.1 0.05 0.5 1.0; do
     ql -S cell.value=learned -S cell.beta=$b -S cell.split=validation
     ql -S cell.value=learned -S cell.beta=$b
   done
   for split in validation test; do
+    ql -S cell.value=learned -S cell.beta=0.1 -S cell.schedule=ess -S cell.rho=0.7 -S cell.split=$split
     ql -S cell.value=learned -S cell.schedule=ess -S cell.rho=0.7 -S cell.split=$split
     ql -S cell.value=learned -S cell.n=8 -S cell.split=$split
   done

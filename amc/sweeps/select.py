@@ -49,7 +49,12 @@ def axis(runs: list[dict[str, Any]], factor: str, split: str = "test") -> list[d
     """The records on one factor's axis, by value kind then factor value."""
     recs = [r for r in runs if r["cell"]["split"] == split and on_axis(r["cell"], factor)]
     return sorted(recs, key=lambda r: (VALUES.index(r["cell"]["value"]),
-                                       str(factor_value(r["cell"], factor)).zfill(8)))
+                                       _order(factor_value(r["cell"], factor))))
+
+
+def _order(v: Any) -> tuple[float, str]:
+    """Numbers in numeric order (0.05 < 0.1 < 0.25), labels after them alphabetically."""
+    return (float(v), "") if isinstance(v, int | float) else (float("inf"), str(v))
 
 
 def compare(rec: dict[str, Any], metric: str = MAIN) -> Paired | None:
