@@ -269,9 +269,10 @@ def split_superseded(runs: list[dict[str, Any]], quality: dict[str, Any] | None
     current = (quality or {}).get("model_hash")
     if not current:
         return runs, []
-    old = {id(r) for r in runs
-           if r["cell"]["value"] == "learned" and r.get("value_model_hash") != current}
-    return [r for r in runs if id(r) not in old], [r for r in runs if id(r) in old]
+    def earlier(r: dict[str, Any]) -> bool:
+        return r["cell"]["value"] == "learned" and r.get("value_model_hash") != current
+
+    return [r for r in runs if not earlier(r)], [r for r in runs if earlier(r)]
 
 
 def superseded_section(old: list[dict[str, Any]], values: dict[str, dict[str, Any]]) -> str:

@@ -71,6 +71,7 @@ async def ceiling(tagged: list[tuple[float, History]], tasks: set[str], vp: Valu
     with the learned value's metrics against the same realised targets.
     """
     suite = make_suite(cell)
+    threshold = dataset_options(vp).success_threshold  # the dataset's definition of success
     cols: dict[str, list[Any]] = {k: [] for k in ("pred", "target", "so_far", "success", "g")}
     for q in sorted({q for q, _ in tagged}):
         prior = PlannerMixPrior(suite, load_planner("textcraft"), PlannerMixOptions(q=q))
@@ -84,13 +85,12 @@ async def ceiling(tagged: list[tuple[float, History]], tasks: set[str], vp: Valu
                 cols["pred"].append(float(r.mean()) if r.size else 0.0)
                 cols["target"].append(togo[t])
                 cols["so_far"].append(float(sum(rewards[:t])))
-                cols["success"].append(sum(rewards) >= 1.0)
+                cols["success"].append(sum(rewards) >= threshold)
                 cols["g"].append((h.task_id, t))
         prior.replay.clear()
     pred, so_far, ok = (np.array(cols[k]) for k in ("pred", "so_far", "success"))
     m = value_metrics(pred, np.array(cols["target"]), so_far, ok, cols["g"])
-    by_step = auc_within_by_step(pred, so_far, ok, {"task_id": [g[0] for g in cols["g"]],
-                                                    "step": [g[1] for g in cols["g"]]})
+    by_step = auc_within_by_step(pred, so_far, ok, cols["g"])
     return {**m, "states": float(len(pred)), "rollouts": float(cell.rollouts),
             "auc_within_by_step": by_step}
 

@@ -77,6 +77,11 @@ def calibration_error(p_success: np.ndarray, success: np.ndarray, bins: int = 10
     return float(err / len(p))
 
 
+def _p_success(pred: np.ndarray, reward_so_far: np.ndarray) -> np.ndarray:
+    """The implied total return reward_so_far + f(s), clipped to [0, 1]: a success score."""
+    return np.clip(np.asarray(reward_so_far, float) + np.asarray(pred, float), 0.0, 1.0)
+
+
 def value_metrics(pred: np.ndarray, target: np.ndarray, reward_so_far: np.ndarray,
                   success: np.ndarray, groups: Sequence[Hashable] | None = None
                   ) -> dict[str, float]:
@@ -84,7 +89,7 @@ def value_metrics(pred: np.ndarray, target: np.ndarray, reward_so_far: np.ndarra
 
     ``groups`` (e.g. (task, step) per state) adds ``auc_within``."""
     pred, target = np.asarray(pred, float), np.asarray(target, float)
-    p_success = np.clip(np.asarray(reward_so_far, float) + pred, 0.0, 1.0)
+    p_success = _p_success(pred, reward_so_far)
     success = np.asarray(success, bool)
     out = {
         "mse": float(np.mean((pred - target) ** 2)) if len(pred) else float("nan"),
@@ -101,19 +106,19 @@ def value_metrics(pred: np.ndarray, target: np.ndarray, reward_so_far: np.ndarra
 
 
 def auc_within_by_step(pred: np.ndarray, reward_so_far: np.ndarray, success: np.ndarray,
-                       cols: dict[str, Any]) -> dict[str, float]:
+                       groups: Sequence[tuple[Any, Any]]) -> dict[str, float]:
     """``auc_within`` of the states at each step t separately ({"t": AUC}, NaN-free).
 
-    The grouped AUC over all steps is dominated by late states, whose outcome is nearly
-    settled; resampling acts early (e.g. after step 2), so the early steps' values are the
-    ones that steer.
+    ``groups``: (task, step) per state (:func:`state_groups`). The grouped AUC over all steps
+    is dominated by late states, whose outcome is nearly settled; resampling acts early (e.g.
+    after step 2), so the early steps' values are the ones that steer.
     """
-    p = np.clip(np.asarray(reward_so_far, float) + np.asarray(pred, float), 0.0, 1.0)
-    y, steps = np.asarray(success, bool), np.asarray(cols["step"])
+    p = _p_success(pred, reward_so_far)
+    y, steps = np.asarray(success, bool), np.array([g[1] for g in groups])
     out = {}
     for t in sorted(set(steps.tolist())):
         sel = np.flatnonzero(steps == t)
-        auc = within_group_auc(p[sel], y[sel], [cols["task_id"][i] for i in sel])
+        auc = within_group_auc(p[sel], y[sel], [groups[int(i)][0] for i in sel])
         if math.isfinite(auc):
             out[str(t)] = auc
     return out

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from amc.value.metrics import auc_within_by_step, finite
+from amc.value.metrics import auc_within_by_step, finite, state_groups
 
 if TYPE_CHECKING:
     from amc.value.train import TrainConfig
@@ -138,7 +138,8 @@ def _one_size(model: Any, sub: Any, feats: dict[str, Any], held_name: str, cfg: 
                "best_epoch": best_epoch, "epochs": len(history),
                **{k: held.get(k, float("nan")) for k in REPORTED},
                "auc_within_by_step": auc_within_by_step(
-                   pred, np.array(h.cols["reward_so_far"]), np.array(h.cols["success"]), h.cols)}
+                   pred, np.array(h.cols["reward_so_far"]), np.array(h.cols["success"]),
+                   state_groups(h.cols) or [])}
         if track:
             mlflow.log_metrics({**finite(held, "heldout_"), "best_epoch": float(best_epoch)})
     finally:

@@ -188,7 +188,7 @@ def test_within_group_auc_ignores_between_group_ranking() -> None:
     with pytest.raises(ValueError, match="equal length"):
         within_group_auc(scores, labels, groups[:3])
     # by step: each step's states grouped by task; a step with one class is left out
-    cols = {"task_id": ["a", "a", "a", "a"], "step": [1, 1, 2, 2]}
+    cols = [("a", 1), ("a", 1), ("a", 2), ("a", 2)]
     by = auc_within_by_step(np.array([0.9, 0.1, 0.1, 0.9]), np.zeros(4),
                             np.array([1, 0, 1, 0], bool), cols)
     assert by == {"1": 1.0, "2": 0.0}
