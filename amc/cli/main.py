@@ -64,6 +64,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "promote": pipeline.promote_cmd,
     "report": pipeline.report_cmd,
     "results-doc": pipeline.results_doc_cmd,
+    "calibrate": pipeline.calibrate_cmd,
     "grpo": grpo.grpo_cmd,
 }
 """Top-level commands by name (``amc <name>``)."""

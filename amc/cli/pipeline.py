@@ -1,4 +1,4 @@
-"""Pipeline commands: ``amc collect | evaluate | promote | report | results-doc``.
+"""Pipeline commands: ``amc collect | evaluate | promote | report | results-doc | calibrate``.
 
 Each loads ``params.yaml`` (``--params``; ``-S key=value`` overrides on top) through the one
 loader and calls the stage module's ``run`` (:mod:`amc.pipeline`), then prints a table; nothing
@@ -123,3 +123,25 @@ def results_doc_cmd(
                                 extra=sections, intro=intro,
                                 grpo=grpo_paths)  # type: ignore[arg-type]  # 3 checked above
     typer.echo(f"wrote {written}")
+
+
+@friendly_errors
+def calibrate_cmd(
+    results: Path = typer.Argument(..., help="Folder of bon@G results (e.g. data/trajectories)."),
+    k_lo: int = typer.Option(4, help="The small Best-of-k."),
+    k_hi: int = typer.Option(15, help="The large Best-of-k (<= rollouts per task)."),
+    threshold: float = typer.Option(1.0, help="Total reward counted as a success."),
+    margin: float = typer.Option(0.1, help="Best-of-k_hi - Best-of-k_lo that makes a mix "
+                                 "unsaturated."),
+    out: Path | None = typer.Option(None, help="Also write the calibration here (JSON)."),
+) -> None:
+    """Is a task mix saturated for the prior? Best-of-k from the collected rollouts."""
+    from amc.pipeline.calibrate import calibrate, format_calibration, read_results
+    from amc.results import write_json_atomic
+
+    c = calibrate(read_results(results), k_lo=k_lo, k_hi=k_hi, threshold=threshold,
+                  margin=margin)
+    typer.echo(format_calibration(c))
+    if out is not None:
+        write_json_atomic(out, {"results": str(results), **c.to_dict()})
+        typer.echo(f"wrote {out}")

@@ -1,0 +1,102 @@
+"""Calibration: the pass@k estimator, the verdict on hand-built pools and the CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from amc.cli.main import app
+from amc.pipeline.calibrate import calibrate, pass_at_k, read_results
+
+
+def brute_pass_at_k(outcomes: list[bool], k: int) -> float:
+    """Fraction of the k-subsets of the rollouts that hold a success (the definition)."""
+    subsets = list(itertools.combinations(outcomes, k))
+    return sum(any(s) for s in subsets) / len(subsets)
+
+
+@pytest.mark.parametrize("n,c,k", [(6, 0, 2), (6, 1, 2), (6, 2, 4), (7, 3, 5), (8, 1, 8),
+                                   (5, 5, 1), (9, 2, 1)])
+def test_pass_at_k_is_the_fraction_of_k_subsets_with_a_success(n, c, k):
+    outcomes = [True] * c + [False] * (n - c)
+    assert pass_at_k(n, c, k) == pytest.approx(brute_pass_at_k(outcomes, k), abs=1e-12)
+
+
+def test_pass_at_k_is_unbiased_for_best_of_k():
+    # a task with success probability p; G = 15 rollouts per draw; E[pass@4] = 1 - (1 - p)^4
+    rng = np.random.default_rng(0)
+    for p in (0.05, 0.2, 0.6):
+        est = [pass_at_k(15, int(rng.binomial(15, p)), 4) for _ in range(20000)]
+        assert np.mean(est) == pytest.approx(1 - (1 - p) ** 4, abs=0.01)
+
+
+@pytest.mark.parametrize("n,c,k", [(4, 5, 2), (4, -1, 2), (4, 1, 0), (4, 1, 5)])
+def test_pass_at_k_rejects_impossible_counts(n, c, k):
+    with pytest.raises(ValueError):
+        pass_at_k(n, c, k)
+
+
+def record(task: str, rewards: list[float], seed: int = 0,
+           failed: tuple[int, ...] = ()) -> dict:
+    return {"task_id": task, "seed": seed, "trajectories": [
+        {"total_reward": r, "failure": "endpoint" if i in failed else None}
+        for i, r in enumerate(rewards)]}
+
+
+def test_all_or_nothing_tasks_are_saturated():
+    # half the tasks always succeed, half never: Best-of-4 = Best-of-15, gap 0
+    recs = [record(f"t{i}", [1.0 if i % 2 else 0.0] * 15) for i in range(6)]
+    c = calibrate(recs)
+    assert c.pass_lo[0] == pytest.approx(0.5) and c.pass_hi[0] == pytest.approx(0.5)
+    assert c.gap.mean == pytest.approx(0.0) and not c.unsaturated
+
+
+def test_rare_successes_are_unsaturated_and_pooled_over_seeds():
+    # one success among 15 rollouts, split over two seeds (8 + 7): pass@4 = 4/15, pass@15 = 1
+    recs = [rec for i in range(4)
+            for rec in (record(f"t{i}", [1.0] + [0.0] * 7, seed=0),
+                        record(f"t{i}", [0.0] * 7, seed=1))]
+    c = calibrate(recs)
+    assert [t.rollouts for t in c.tasks] == [15] * 4
+    assert c.pass_lo[0] == pytest.approx(4 / 15) and c.pass_hi[0] == pytest.approx(1.0)
+    assert c.gap.mean == pytest.approx(11 / 15) and c.unsaturated
+    assert c.pass_1[0] == pytest.approx(1 / 15)
+
+
+def test_threshold_and_failed_agents():
+    # a dense reward of 0.9 is not a success at threshold 1; a failed agent is not a rollout
+    recs = [record("a", [0.9] * 15 + [1.0], failed=(15,)), record("b", [0.9] * 16)]
+    c = calibrate(recs)
+    assert [t.successes for t in c.tasks] == [0, 0]
+    assert [t.rollouts for t in c.tasks] == [15, 16]
+    assert calibrate(recs, threshold=0.9).pass_1[0] == pytest.approx(1.0)
+
+
+def test_too_few_rollouts_is_a_clear_error():
+    with pytest.raises(ValueError, match="fewer than 15 rollouts"):
+        calibrate([record("a", [1.0] * 8)])
+    with pytest.raises(ValueError, match="k_lo < k_hi"):
+        calibrate([record("a", [1.0] * 8)], k_lo=8, k_hi=4)
+
+
+def test_cli_reads_a_results_folder_and_writes_json(tmp_path: Path):
+    d = tmp_path / "traj"
+    d.mkdir()
+    lines = [json.dumps(record(f"t{i}", [1.0] + [0.0] * 7)) for i in range(3)]
+    (d / "bon@8__seed0.jsonl").write_text("\n".join(lines) + "\n")
+    (d / "bon@8__seed0.failures.jsonl").write_text(json.dumps({"task_id": "x"}) + "\n")
+    assert len(read_results(d)) == 3
+    out = tmp_path / "cal.json"
+    res = CliRunner().invoke(app, ["calibrate", str(d), "--k-lo", "2", "--k-hi", "8",
+                                   "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "unsaturated" in res.output
+    got = json.loads(out.read_text())
+    assert got["n_tasks"] == 3 and got["pass_lo"][0] == pytest.approx(2 / 8)
+    bad = CliRunner().invoke(app, ["calibrate", str(tmp_path / "none")])
+    assert bad.exit_code != 0 and "no results files" in bad.output
