@@ -133,6 +133,9 @@ def calibrate_cmd(
     threshold: float = typer.Option(1.0, help="Total reward counted as a success."),
     margin: float = typer.Option(0.1, help="Best-of-k_hi - Best-of-k_lo that makes a mix "
                                  "unsaturated."),
+    budget: int | None = typer.Option(
+        None, help="Count successes within the first BUDGET steps (a shorter budget from the "
+        "same rollouts; default: the rollouts' own)."),
     out: Path | None = typer.Option(None, help="Also write the calibration here (JSON)."),
 ) -> None:
     """Is a task mix saturated for the prior? Best-of-k from the collected rollouts."""
@@ -140,7 +143,7 @@ def calibrate_cmd(
     from amc.results import write_json_atomic
 
     c = calibrate(read_results(results), k_lo=k_lo, k_hi=k_hi, threshold=threshold,
-                  margin=margin)
+                  margin=margin, budget=budget)
     typer.echo(format_calibration(c))
     if out is not None:
         write_json_atomic(out, {"results": str(results), **c.to_dict()})

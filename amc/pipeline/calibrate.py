@@ -14,6 +14,12 @@ is *unsaturated* when the mean over tasks of pass@k_hi - pass@k_lo reaches ``mar
 asks for >= 0.1 between k = 4 and k = 15). A task's rollouts over several seeds are pooled (they
 are independent draws of the same prior); a trajectory whose agent failed (endpoint error) is not
 a draw of the prior and is left out.
+
+``budget`` calibrates a shorter step budget from the same rollouts: a success counts only when the
+reward reaches the threshold within the first ``budget`` steps. That is exact when the prior's
+proposals do not depend on the budget (the embedded prompts do not show it) and its random
+numbers are drawn per (task, step, slot), as the runner's are: a b-step run is then the first b
+steps of a longer one. So one collection calibrates every budget up to its own.
 """
 
 from __future__ import annotations
@@ -60,6 +66,8 @@ class Calibration:
     k_hi: int
     margin: float
     threshold: float
+    budget: int | None
+    """Step budget the successes were counted within (None: the rollouts' own)."""
     tasks: tuple[TaskCalibration, ...]
     pass_1: tuple[float, float]
     """Mean and s.e. over tasks of the single-rollout success rate (ReAct's expectation)."""
@@ -79,25 +87,37 @@ class Calibration:
 
     def to_dict(self) -> dict[str, Any]:
         return {"k_lo": self.k_lo, "k_hi": self.k_hi, "margin": self.margin,
-                "threshold": self.threshold, "rollouts": self.rollouts,
+                "threshold": self.threshold, "budget": self.budget, "rollouts": self.rollouts,
                 "n_tasks": len(self.tasks), "pass_1": list(self.pass_1),
                 "pass_lo": list(self.pass_lo), "pass_hi": list(self.pass_hi),
                 "gap": self.gap.to_dict(), "unsaturated": self.unsaturated,
                 "tasks": [asdict(t) for t in self.tasks]}
 
 
-def outcomes(records: Iterable[Mapping[str, Any]], threshold: float) -> dict[str, list[bool]]:
-    """Success (total reward >= threshold) of every non-failed trajectory, pooled by task."""
+def succeeded(traj: Mapping[str, Any], threshold: float, budget: int | None) -> bool:
+    """Whether a trajectory's reward reached ``threshold`` (within its first ``budget`` steps)."""
+    if budget is None:
+        return float(traj["total_reward"]) >= threshold
+    return sum(float(s["reward"]) for s in traj["steps"][:budget]) >= threshold
+
+
+def outcomes(records: Iterable[Mapping[str, Any]], threshold: float,
+             budget: int | None = None) -> dict[str, list[bool]]:
+    """Success of every non-failed trajectory, pooled by task."""
     out: dict[str, list[bool]] = defaultdict(list)
     for rec in records:
+        if budget is not None and rec.get("budget") is not None and budget > rec["budget"]:
+            raise ValueError(f"budget {budget} > the {rec['budget']} steps the rollouts ran "
+                             "under: a longer budget cannot be calibrated from them")
         for traj in rec["trajectories"]:
             if traj.get("failure") is None:
-                out[str(rec["task_id"])].append(float(traj["total_reward"]) >= threshold)
+                out[str(rec["task_id"])].append(succeeded(traj, threshold, budget))
     return dict(out)
 
 
 def calibrate(records: Iterable[Mapping[str, Any]], *, k_lo: int = 4, k_hi: int = 15,
-              threshold: float = 1.0, margin: float = 0.1) -> Calibration:
+              threshold: float = 1.0, margin: float = 0.1,
+              budget: int | None = None) -> Calibration:
     """Best-of-k_lo vs Best-of-k_hi of the prior over the tasks of ``records``.
 
     Raises ``ValueError`` when k_lo >= k_hi, when there are no rollouts, or when a task has fewer
@@ -105,7 +125,9 @@ def calibrate(records: Iterable[Mapping[str, Any]], *, k_lo: int = 4, k_hi: int 
     """
     if not 1 <= k_lo < k_hi:
         raise ValueError(f"need 1 <= k_lo < k_hi, got {k_lo}, {k_hi}")
-    by_task = outcomes(records, threshold)
+    if budget is not None and budget < 1:
+        raise ValueError(f"budget must be >= 1 step, got {budget}")
+    by_task = outcomes(records, threshold, budget)
     if not by_task:
         raise ValueError("no rollouts to calibrate on")
     short = sorted(t for t, xs in by_task.items() if len(xs) < k_hi)
@@ -120,7 +142,7 @@ def calibrate(records: Iterable[Mapping[str, Any]], *, k_lo: int = 4, k_hi: int 
     hi = {(r.task_id, 0): r.pass_hi for r in rows}
     lo = {(r.task_id, 0): r.pass_lo for r in rows}
     return Calibration(
-        k_lo, k_hi, margin, threshold, rows,
+        k_lo, k_hi, margin, threshold, budget, rows,
         pass_1=task_mean_se((r.task_id, r.successes / r.rollouts) for r in rows),
         pass_lo=task_mean_se((r.task_id, r.pass_lo) for r in rows),
         pass_hi=task_mean_se((r.task_id, r.pass_hi) for r in rows),
@@ -142,7 +164,10 @@ def format_calibration(c: Calibration) -> str:
         return f"{x[0]:.3f} ± {x[1]:.3f}"
     g = c.gap
     verdict = "unsaturated" if c.unsaturated else "saturated"
+    budget = "the rollouts' own" if c.budget is None else str(c.budget)
     return "\n".join([
+        f"Budget: {budget} steps.",
+        "",
         f"| tasks | rollouts | success per rollout | Best-of-{c.k_lo} | Best-of-{c.k_hi} "
         f"| Best-of-{c.k_hi} − Best-of-{c.k_lo} [95%] |",
         "|---|---|---|---|---|---|",

@@ -100,3 +100,24 @@ def test_cli_reads_a_results_folder_and_writes_json(tmp_path: Path):
     assert got["n_tasks"] == 3 and got["pass_lo"][0] == pytest.approx(2 / 8)
     bad = CliRunner().invoke(app, ["calibrate", str(tmp_path / "none")])
     assert bad.exit_code != 0 and "no results files" in bad.output
+
+
+def stepped(task: str, success_step: list[int | None], budget: int = 5) -> dict:
+    """A record whose trajectory i succeeds at step success_step[i] (None: never)."""
+    trajs = []
+    for s in success_step:
+        n = budget if s is None else s
+        trajs.append({"total_reward": 0.0 if s is None else 1.0, "failure": None,
+                      "steps": [{"reward": 1.0 if (k + 1) == s else 0.0} for k in range(n)]})
+    return {"task_id": task, "seed": 0, "budget": budget, "trajectories": trajs}
+
+
+def test_a_shorter_budget_counts_only_early_successes():
+    # 15 rollouts: 3 succeed at step 2, 6 at step 4, 6 never
+    recs = [stepped("t", [2] * 3 + [4] * 6 + [None] * 6)]
+    assert calibrate(recs).pass_1[0] == pytest.approx(9 / 15)
+    assert calibrate(recs, budget=4).pass_1[0] == pytest.approx(9 / 15)
+    assert calibrate(recs, budget=3).pass_1[0] == pytest.approx(3 / 15)
+    assert calibrate(recs, budget=1).pass_1[0] == 0.0
+    with pytest.raises(ValueError, match="cannot be calibrated"):
+        calibrate(recs, budget=6)
