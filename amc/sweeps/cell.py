@@ -57,13 +57,15 @@ class SoftBinaryValue:
     success from s (binary reward). The twist SMC needs is the soft value
     f(s) = beta log E[exp(R / beta)] = beta log(1 - p + p e^{1/beta}) -- the quantity the
     ``rollout`` value estimates -- so both values enter the weights on the same scale.
+    ``sharpen`` = k replaces p by p^k first (:attr:`CellParams.sharpen`; 1 = the soft value).
     """
 
-    def __init__(self, inner: Any, beta: float) -> None:
-        self.inner, self.beta = inner, beta
+    def __init__(self, inner: Any, beta: float, sharpen: float = 1.0) -> None:
+        self.inner, self.beta, self.sharpen = inner, beta, sharpen
 
     async def score(self, histories: Any) -> list[float]:
         p = np.clip(np.asarray(await self.inner.score(histories), float), 0.0, 1.0)
+        p = p ** self.sharpen
         return [float(v) for v in self.beta * np.logaddexp(np.log1p(-p + 1e-12),
                                                             np.log(p + 1e-12) + 1 / self.beta)]
 
@@ -83,7 +85,7 @@ class ValueFactory:
             from amc.value.scorers import LearnedValue
 
             self.selection = LearnedValue.load(cell.value_model, device="cpu", cache_size=65536)
-            self._shared = SoftBinaryValue(self.selection, cell.beta)
+            self._shared = SoftBinaryValue(self.selection, cell.beta, cell.sharpen)
         elif cell.value == "none":
             self._shared = ZeroValue()
 
@@ -167,6 +169,7 @@ def cell_name(cell: CellParams) -> str:
              "fixed": "fixed" + "-".join(map(str, cell.steps))}[cell.schedule]
     return (f"{cell.split}-d{cell.depth}-q{cell.q:g}-b{cell.beta:g}-{sched}-n{cell.n}-"
             f"{cell.value}-s{cell.slack}-seeds{len(cell.seeds)}"
+            + (f"-x{cell.sharpen:g}" if cell.sharpen != 1 else "")
             + (f"-t{cell.max_tasks}" if cell.max_tasks else ""))
 
 

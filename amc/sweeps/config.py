@@ -50,6 +50,11 @@ class CellParams(Frozen):
     """AMC's value: learned V_theta, the Monte-Carlo upper bound, or none (zero twist)."""
     rollouts: int = Field(8, ge=1)
     """M, rollouts per state of the ``rollout`` value."""
+    sharpen: float = Field(1.0, gt=0)
+    """Exponent k of the learned value's success probability, p -> p^k, before the soft value
+    (1 = as trained). At small beta the weights go as p, so k > 1 prunes low-value particles
+    harder: a doomed state the regression head scores 0.09 beside a live one at 0.3 keeps
+    (0.09 / 0.3)^k of the live one's weight. Chosen on validation cells like beta."""
     slack: int = Field(1, ge=0)
     """Step budget = optimal plan length + slack."""
     value_model: str = "models/value"

@@ -27,6 +27,7 @@ from amc.sweeps.report import (
     goal_section,
     headline,
     intro,
+    learned_cells,
     quality_section,
     split_superseded,
     superseded_section,
@@ -63,6 +64,7 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
     best = best_regime(runs)
     parts.append(headline(runs, best))
     parts.append(goal_section(runs, best))
+    parts.append(learned_cells(runs))
     parts.append(value_section(runs, quality))
     for f in FACTORS:
         parts.append(factor_section(runs, f, plots, link))

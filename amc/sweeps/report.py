@@ -22,13 +22,16 @@ from amc.sweeps.select import (
     factor_value,
     on_axis,
     schedule_label,
+    sharpen,
 )
 from amc.sweeps.stats import Paired
 
 HEADER = ("| {f} | value | pairs (tasks) | Best-of-N | AMC | AMC − BoN, oracle [95% CI] | "
           "max-weight selection | deployable selection | weighted mean | prior calls AMC/BoN |\n"
           "|---|---|---|---|---|---|---|---|---|---|")
-CONFIG_KEYS = ("q", "beta", "schedule", "every", "steps", "rho", "n", "slack", "depth", "value")
+CONFIG_KEYS = ("q", "beta", "schedule", "every", "steps", "rho", "n", "slack", "depth", "sharpen",
+               "value")
+"""A cell's configuration; the last two (sharpen, value) say which value and how it was used."""
 
 
 def _num(x: float | None) -> str:
@@ -40,8 +43,10 @@ def fmt_diff(p: Paired | None) -> str:
 
 
 def describe(cell: dict[str, Any]) -> str:
+    k = sharpen(cell)
     return (f"q = {cell['q']:g}, β = {cell['beta']:g}, {schedule_label(cell)}, N = {cell['n']}, "
-            f"budget = plan + {cell['slack']}, value = {VALUE_LABEL[cell['value']]}")
+            f"budget = plan + {cell['slack']}, value = {VALUE_LABEL[cell['value']]}"
+            + (f" with p^{k:g}" if k != 1 else ""))
 
 
 def table_row(rec: dict[str, Any], first: str) -> str:
@@ -143,8 +148,29 @@ def best_regime(runs: list[dict[str, Any]]) -> tuple[dict[str, Any], bool] | Non
     return max(test, key=lambda r: compare(r).d.mean), False  # type: ignore[union-attr]
 
 
+def learned_cells(runs: list[dict[str, Any]]) -> str:
+    """Every cell of the current learned value, both splits: what the best regime chose from."""
+    recs = sorted((r for r in runs if r["cell"]["value"] == "learned"),
+                  key=lambda r: (r["cell"]["split"] != "validation", _config_key(r)))
+    if not recs:
+        return ""
+    lines = ["## Every learned-value cell (validation chooses, test reports)\n",
+             "| split | setting | pairs (tasks) | Best-of-N | AMC | AMC − BoN, oracle [95% CI] "
+             "| deployable selection |", "|---|---|---|---|---|---|---|"]
+    for r in recs:
+        p = compare(r)
+        if p is None:
+            continue
+        dep = deployable(r)
+        lines.append(f"| {r['cell']['split']} | {describe(r['cell'])} | {p.d.pairs} "
+                     f"({p.d.tasks}) | {p.a:.3f} | {p.b:.3f} | {fmt_diff(p)} | "
+                     f"{fmt_diff(dep[1]) if dep else '–'} |")
+    return "\n".join(lines) + "\n"
+
+
 def _config_key(rec: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(str(rec["cell"][k]) for k in CONFIG_KEYS)
+    return tuple(str(float(sharpen(rec["cell"])) if k == "sharpen" else rec["cell"][k])
+                 for k in CONFIG_KEYS)
 
 
 def headline(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] | None) -> str:
@@ -187,9 +213,9 @@ def goal_section(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] |
 
 
 def _twin(runs: list[dict[str, Any]], rec: dict[str, Any], value: str) -> dict[str, Any] | None:
-    want = _config_key(rec)[:-1]
+    want = _config_key(rec)[:-2]  # the same setting, whatever value and its exponent
     return next((r for r in runs if r["cell"]["split"] == rec["cell"]["split"]
-                 and r["cell"]["value"] == value and _config_key(r)[:-1] == want), None)
+                 and r["cell"]["value"] == value and _config_key(r)[:-2] == want), None)
 
 
 def cannot_win(runs: list[dict[str, Any]]) -> str:

@@ -33,6 +33,11 @@ def schedule_label(cell: dict[str, Any]) -> str:
     return "fixed " + ",".join(map(str, cell["steps"]))
 
 
+def sharpen(cell: dict[str, Any]) -> float:
+    """The cell's exponent of the learned value (1 in cells recorded before it existed)."""
+    return float(cell.get("sharpen", 1.0))
+
+
 def factor_value(cell: dict[str, Any], factor: str) -> Any:
     return schedule_label(cell) if factor == "schedule" else cell[factor]
 
@@ -42,6 +47,8 @@ def on_axis(cell: dict[str, Any], factor: str) -> bool:
     for k in ("depth", "q", "beta", "n", "slack"):
         if k != factor and cell[k] != BASE[k]:
             return False
+    if sharpen(cell) != 1:
+        return False
     return factor == "schedule" or (cell["schedule"] == "every" and cell["every"] == BASE["every"])
 
 

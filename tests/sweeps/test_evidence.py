@@ -129,3 +129,25 @@ def test_committed_results_regenerate_the_evidence_document_exactly():
         pytest.skip("no committed sweep results in this checkout")
     assert evidence_main(["--runs", str(REPO / "evidence"), "--doc",
                           str(REPO / "docs/evidence.md"), "--check"]) == 0
+
+
+def test_a_sharpened_value_is_chosen_on_validation_and_keeps_its_ceiling_twin():
+    plain = record(0.05, value="learned", beta=0.05, seed=6)
+    sharp = record(0.3, value="learned", beta=0.05, sharpen=3.0, seed=7)
+    ceiling = record(0.4, value="rollout", beta=0.05, seed=8)
+    val = [record(0.0, "validation", value="learned", beta=0.05, seed=9),
+           record(0.2, "validation", value="learned", beta=0.05, sharpen=3.0, seed=10)]
+    old = {k: v for k, v in plain["cell"].items() if k != "sharpen"}  # a record from before
+    runs = [{**plain, "cell": old}, sharp, ceiling, *val]
+    chosen, clean = best_regime(runs)
+    assert clean and chosen is sharp
+    text = render(runs, None, None, "e")
+    assert "value = learned V_θ with p^3" in text
+    # the ceiling beside the goal is the rollout cell at the same setting
+    assert f"upper-bound value at the same setting gives {diff(ceiling):+.3f}" in text
+    # every learned cell is listed, both splits, the sharpened ones too
+    section = text.split("## Every learned-value cell")[1].split("\n## ")[0]
+    assert section.count("| validation |") == 2 and section.count("| test |") == 2
+    # the factor tables hold cells at the base point only (no sharpened cell on the beta axis)
+    beta_axis = text.split("## Gain vs beta")[1].split("\n## ")[0]
+    assert "p^3" not in beta_axis and f"{diff(sharp):+.3f} [" not in beta_axis

@@ -74,3 +74,22 @@ def test_cell_rows_are_paired_deterministic_and_best_of_n_ignores_the_value():
     s = summarise(rollout)
     assert s["pairs"] == 8 and s["oracle_best.diff"] == pytest.approx(
         s["oracle_best.amc"] - s["oracle_best.bon"])
+
+
+def test_sharpening_raises_the_success_probability_to_a_power_before_the_soft_value():
+    from amc.sweeps.cell import SoftBinaryValue, cell_name
+
+    class Fixed:
+        async def score(self, histories):
+            return [0.09, 0.3, 1.0, 0.0]
+
+    beta = 0.05
+    plain = asyncio.run(SoftBinaryValue(Fixed(), beta).score([None] * 4))
+    sharp = asyncio.run(SoftBinaryValue(Fixed(), beta, sharpen=3.0).score([None] * 4))
+    soft = [beta * np.log(1 - p + p * np.exp(1 / beta)) for p in (0.09**3, 0.3**3, 1.0, 0.0)]
+    assert sharp == pytest.approx(soft, abs=1e-4)  # the code guards log(0) with 1e-12
+    # weights exp(f / beta): the doomed-looking state loses ~ (0.09 / 0.3)^3 of the live one's
+    assert np.exp((sharp[0] - sharp[1]) / beta) == pytest.approx((0.09 / 0.3) ** 3, rel=0.01)
+    assert np.exp((plain[0] - plain[1]) / beta) == pytest.approx(0.09 / 0.3, rel=0.01)
+    assert cell_name(toy(value="learned", sharpen=3.0)) != cell_name(toy(value="learned"))
+    assert "-x" not in cell_name(toy(value="learned"))
