@@ -30,6 +30,12 @@ learned() {  # settings are chosen on validation cells, reported on their test t
     ql -S cell.value=learned -S cell.schedule=ess -S cell.rho=0.7 -S cell.split=$split
     ql -S cell.value=learned -S cell.n=8 -S cell.split=$split
   done
+  # the exponent k of p^k (cell.sharpen) at the validation-best beta
+  for k in 2 4; do
+    for split in validation test; do
+      ql -S cell.value=learned -S cell.beta=0.05 -S cell.sharpen=$k -S cell.split=$split
+    done
+  done
   for x in 0.2 0.6 0.8; do ql -S cell.value=learned -S cell.q=$x; done
   ql -S cell.value=learned -S cell.schedule=fixed -S 'cell.steps=[2]'
 }
