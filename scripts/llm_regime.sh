@@ -1,0 +1,34 @@
+#!/bin/bash
+# Issue 13, item 9: the LLM regime with the embedded prior, every step resumable (finished
+# (task, method, seed) results are kept, cached prior calls replay; rerun to go on). Run from the
+# repository root with the venv's bin on PATH; settings in configs/llm-regime/params.yaml.
+#   scripts/llm_regime.sh collect     # Best-of-15 on 24 train tasks (360 rollouts)
+#   scripts/llm_regime.sh calibrate   # Best-of-4 vs Best-of-15 at budgets 2..B (train tasks)
+#   scripts/llm_regime.sh value       # dataset + train (MiniLM value, MLflow in runs/llm-regime)
+#   scripts/llm_regime.sh evaluate    # ReAct, Best-of-N, zero-shot SMC, AMC; N in {4, 8, 15}
+#   scripts/llm_regime.sh report      # plots + summary; copies to docs/results-assets/
+# The budget is chosen on the calibration (train tasks) before any test task runs: collect
+# with smc.max_steps = B, pick b <= B, set smc.max_steps = b in the params file, rerun collect
+# (the shorter rollouts are the longer ones' first b steps: replayed from the response cache).
+set -euo pipefail
+P=${P:-configs/llm-regime/params.yaml}
+R=runs/llm-regime
+A=docs/results-assets/llm-regime
+export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TRANSFORMERS_OFFLINE=${TRANSFORMERS_OFFLINE:-1}
+export MLFLOW_DISABLE_TELEMETRY=true DO_NOT_TRACK=true
+mkdir -p "$R" "$A"
+case "${1:-}" in
+  collect) amc collect -p "$P" ;;
+  calibrate)
+    B=$(python -c "from amc.pipeline.params import load_params as l; print(l('$P').smc.max_steps)")
+    for b in $(seq 2 "$B"); do
+      amc calibrate "$R/trajectories" --budget "$b" --out "$A/calibration-budget$b.json"
+    done ;;
+  value) python -m amc.pipeline.dataset "$P" && python -m amc.pipeline.train "$P" ;;
+  evaluate) amc evaluate -p "$P" ;;
+  report)
+    amc report -p "$P"
+    cp "$R/report/summary.json" "$A/summary.json"
+    cp "$R"/plots/*.png "$A/" ;;
+  *) echo "usage: $0 collect|calibrate|value|evaluate|report" >&2; exit 2 ;;
+esac
