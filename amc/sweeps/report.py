@@ -181,12 +181,20 @@ def headline(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] | Non
     p = compare(rec)
     assert p is not None
     ceiling = _twin(runs, rec, "rollout")
-    met = p.d.mean >= GOAL and p.d.lo > 0
+    dep = deployable(rec)
+    dep_text = (f"; on the deployable selection {fmt_diff(dep[1])}, "
+                f"{'met' if goal_met(dep[1]) else 'not met'}" if dep else "")
     ceil = (f"; the Monte-Carlo upper-bound value at the same setting gives "
             f"{fmt_diff(compare(ceiling))}" if ceiling else "")
     return (f"**In short:** with the learned V_θ, AMC − Best-of-N = {fmt_diff(p)} (oracle "
             f"best-of-pool, {p.d.pairs} pairs, {describe(rec['cell'])}){ceil}: the goal "
-            f"(≥ {GOAL:.2f}, interval above 0) is **{'met' if met else 'not met'}**.\n")
+            f"(≥ {GOAL:.2f}, interval above 0) is **{'met' if goal_met(p) else 'not met'}**"
+            f"{dep_text}.\n")
+
+
+def goal_met(p: Paired) -> bool:
+    """The issue's goal on one selection: mean gain >= GOAL and the 95% interval above 0."""
+    return p.d.mean >= GOAL and p.d.lo > 0
 
 
 def goal_section(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] | None) -> str:
@@ -196,10 +204,10 @@ def goal_section(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] |
     p = compare(rec)
     assert p is not None
     dep = deployable(rec)
-    met = p.d.mean >= GOAL and p.d.lo > 0
     how = ("chosen on the validation cells, reported on test" if clean else
            "**chosen on the test cells themselves** (no validation twin ran): optimistic")
-    dep_text = (f"deployable selection ({dep[0]}): {fmt_diff(dep[1])}" if dep else
+    dep_text = (f"deployable selection ({dep[0]}): {fmt_diff(dep[1])}, goal "
+                f"**{'met' if goal_met(dep[1]) else 'not met'}** on it" if dep else
                 "the deployable selection is not in these results")
     ceiling = _twin(runs, rec, "rollout")
     ceil_text = (f" The rollout upper bound at the same setting: {fmt_diff(compare(ceiling))}."
@@ -208,8 +216,8 @@ def goal_section(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] |
             f"Best regime of the learned value ({how}): {describe(rec['cell'])}. Best-of-N "
             f"{p.a:.3f}, AMC {p.b:.3f}, difference {fmt_diff(p)} over {p.d.pairs} pairs"
             f"{' (below the sweep’s 300-pair target)' if p.d.pairs < 300 else ''}; "
-            f"{dep_text}.{ceil_text} **Goal {'met' if met else 'not met'}** on the oracle "
-            "best-of-pool.\n")
+            f"{dep_text}.{ceil_text} **Goal {'met' if goal_met(p) else 'not met'}** on the "
+            "oracle best-of-pool.\n")
 
 
 def _twin(runs: list[dict[str, Any]], rec: dict[str, Any], value: str) -> dict[str, Any] | None:

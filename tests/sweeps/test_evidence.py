@@ -63,6 +63,25 @@ def test_goal_verdict_and_best_regime_chosen_on_validation():
     assert "**Goal met**" in text and "chosen on the test cells themselves" in text
 
 
+def with_deployable(rec: dict, gain: float, seed: int) -> dict:
+    """The record with a deployable selection whose AMC gain over Best-of-N is ``gain``."""
+    rng = np.random.default_rng(seed)
+    for r in rec["rows"]:
+        r["bon"]["metrics"]["deployable_reward"] = float(rng.random() < 0.3)
+        r["amc"]["metrics"]["deployable_reward"] = float(rng.random() < 0.3 + gain)
+    return rec
+
+
+def test_goal_is_judged_on_the_deployable_selection_too():
+    strong_oracle = record(0.4, value="learned", beta=0.5, tasks=60, seed=11)
+    text = render([with_deployable(strong_oracle, 0.0, 12)], None, None, "e")
+    goal = text.split("## Goal", 1)[1].split("\n## ", 1)[0]
+    assert "**Goal met** on the oracle" in goal and "goal **not met** on it" in goal
+    assert "is **met**; on the deployable selection" in text and ", not met." in text
+    text = render([with_deployable(strong_oracle, 0.5, 13)], None, None, "e")
+    assert "goal **met** on it" in text.split("## Goal", 1)[1]
+
+
 def test_cells_of_an_earlier_value_are_kept_apart_from_the_current_values():
     old = {**record(0.4, value="learned", beta=0.5, seed=6), "value_model_hash": "aaa"}
     new = {**record(0.0, value="learned", beta=1.0, seed=7), "value_model_hash": "bbb"}
