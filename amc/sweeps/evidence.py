@@ -29,6 +29,7 @@ from amc.sweeps.report import (
     intro,
     learned_cells,
     quality_section,
+    sharpen_section,
     split_superseded,
     superseded_section,
     value_section,
@@ -66,6 +67,7 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
     parts.append(goal_section(runs, best))
     parts.append(learned_cells(runs))
     parts.append(value_section(runs, quality))
+    parts.append(sharpen_section(runs, plots, link))
     for f in FACTORS:
         parts.append(factor_section(runs, f, plots, link))
     parts.append(cannot_win(runs))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from amc.sweeps.select import VALUE_LABEL, VALUES, compare, factor_value
+from amc.sweeps.select import VALUE_LABEL, VALUES, compare, factor_value, sharpen
 
 PNG_META = {"Software": None}
 
@@ -42,6 +42,28 @@ def plot_factor(recs: list[dict[str, Any]], factor: str, out: Path) -> Path:
     ax.axhline(0.10, color="grey", lw=0.8, ls=":")
     ax.set_xticks(range(len(labels)), labels)
     ax.set_xlabel(factor)
+    ax.set_ylabel("AMC − Best-of-N (oracle)")
+    return _save(plt, fig, ax, out)
+
+
+def plot_sharpen(recs: list[dict[str, Any]], out: Path) -> Path:
+    """AMC - Best-of-N (oracle, 95% interval) against the learned value's exponent k, one line
+    per (split, N, beta); log-2 x axis (k = 1, 2, 4, ...)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    groups = sorted({(r["cell"]["split"], r["cell"]["n"], r["cell"]["beta"]) for r in recs})
+    for j, (split, n, beta) in enumerate(groups):
+        pts = sorted((sharpen(r["cell"]), c) for r in recs
+                     if (r["cell"]["split"], r["cell"]["n"], r["cell"]["beta"]) == (split, n, beta)
+                     and (c := compare(r)) is not None)
+        x = [k * 1.03 ** (j - len(groups) / 2) for k, _ in pts]  # small offsets: bars apart
+        err = [[p.d.mean - p.d.lo for _, p in pts], [p.d.hi - p.d.mean for _, p in pts]]
+        ax.errorbar(x, [p.d.mean for _, p in pts], yerr=err, marker="o", capsize=3,
+                    ls="-" if split == "test" else "--", label=f"{split}, N = {n}, β = {beta:g}")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.axhline(0.10, color="grey", lw=0.8, ls=":")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("exponent k of the learned value (p → p^k)")
     ax.set_ylabel("AMC − Best-of-N (oracle)")
     return _save(plt, fig, ax, out)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from amc.sweeps.plots import plot_factor, plot_quality
+from amc.sweeps.plots import plot_factor, plot_quality, plot_sharpen
 from amc.sweeps.select import (
     BASE,
     GOAL,
@@ -105,6 +105,35 @@ def factor_section(runs: list[dict[str, Any]], factor: str, plots: Path | None,
     if plots is not None:
         plot_factor(recs, factor, plots / f"gain_vs_{factor}.png")
     lines.append(f"\n![gain vs {factor}]({link}/gain_vs_{factor}.png)\n")
+    return "\n".join(lines)
+
+
+def sharpen_section(runs: list[dict[str, Any]], plots: Path | None, link: str) -> str:
+    """Gain vs the learned value's exponent k (p -> p^k), both splits, per (N, beta).
+
+    Learned cells at the base point's q, slack and schedule; every split is listed (validation
+    chooses k, test reports), so a reader sees whether the validation trend holds on test."""
+    recs = [r for r in runs if r["cell"]["value"] == "learned"
+            and all(r["cell"][k] == BASE[k] for k in ("q", "slack", "depth", "schedule", "every"))]
+    if len({sharpen(r["cell"]) for r in recs}) < 2:
+        return ""
+    recs.sort(key=lambda r: (r["cell"]["n"], r["cell"]["beta"], r["cell"]["split"] != "validation",
+                             sharpen(r["cell"])))
+    lines = ["## Gain vs the learned value's exponent k (p → p^k before the soft value)\n",
+             "At small β the weights go as V_θ's p(s)^k: k > 1 prunes the states the regression "
+             "head scores low but not zero (the rollout ceiling scores doomed states exactly 0). "
+             "k is chosen on validation like β.\n",
+             "| N | β | split | k | pairs (tasks) | Best-of-N | AMC | AMC − BoN, oracle [95% CI] "
+             "| deployable selection |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in recs:
+        p, dep, c = compare(r), deployable(r), r["cell"]
+        assert p is not None
+        lines.append(f"| {c['n']} | {c['beta']:g} | {c['split']} | {sharpen(c):g} | {p.d.pairs} "
+                     f"({p.d.tasks}) | {p.a:.3f} | {p.b:.3f} | {fmt_diff(p)} | "
+                     f"{fmt_diff(dep[1]) if dep else '–'} |")
+    if plots is not None:
+        plot_sharpen(recs, plots / "gain_vs_sharpen.png")
+    lines.append(f"\n![gain vs k]({link}/gain_vs_sharpen.png)\n")
     return "\n".join(lines)
 
 

@@ -170,3 +170,19 @@ def test_a_sharpened_value_is_chosen_on_validation_and_keeps_its_ceiling_twin():
     # the factor tables hold cells at the base point only (no sharpened cell on the beta axis)
     beta_axis = text.split("## Gain vs beta")[1].split("\n## ")[0]
     assert "p^3" not in beta_axis and f"{diff(sharp):+.3f} [" not in beta_axis
+    # the exponent's own table: every k of both splits, in order, with its paired difference
+    k_table = text.split("## Gain vs the learned value's exponent k")[1].split("\n## ")[0]
+    rows = [line for line in k_table.splitlines() if line.startswith("| 4 | 0.05 |")]
+    assert [r.split(" | ")[2:4] for r in rows] == [["validation", "1"], ["validation", "3"],
+                                                    ["test", "1"], ["test", "3"]]
+    assert f"| {diff(sharp):+.3f} [" in rows[3]
+
+
+def test_the_exponent_section_draws_its_plot(tmp_path):
+    runs = [record(0.0, value="learned", beta=0.05, seed=1),
+            record(0.2, value="learned", beta=0.05, sharpen=4.0, seed=2)]
+    text = render(runs, None, tmp_path, "e")
+    assert "![gain vs k](e/gain_vs_sharpen.png)" in text
+    assert (tmp_path / "gain_vs_sharpen.png").stat().st_size > 1000
+    # a single exponent is no axis: no section
+    assert "exponent k" not in render(runs[:1], None, None, "e")
