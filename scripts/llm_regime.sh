@@ -2,7 +2,7 @@
 # Issue 13, item 9: the LLM regime with the embedded prior, every step resumable (finished
 # (task, method, seed) results are kept, cached prior calls replay; rerun to go on). Run from the
 # repository root with the venv's bin on PATH; settings in configs/llm-regime/params.yaml.
-#   scripts/llm_regime.sh collect     # Best-of-15 on 24 train tasks (360 rollouts)
+#   scripts/llm_regime.sh collect     # Best-of-15 on 24 train tasks (360 rollouts; resumes)
 #   scripts/llm_regime.sh calibrate   # Best-of-4 vs Best-of-15 at budgets 2..B (train tasks)
 #   scripts/llm_regime.sh value       # dataset + train (MiniLM value, MLflow in runs/llm-regime)
 #   scripts/llm_regime.sh evaluate    # ReAct, Best-of-N, zero-shot SMC, AMC; N in {4, 8, 15}
@@ -18,7 +18,18 @@ export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TRANSFORMERS_OFFLINE=${TRANSFORMERS_O
 export MLFLOW_DISABLE_TELEMETRY=true DO_NOT_TRACK=true
 mkdir -p "$R" "$A"
 case "${1:-}" in
-  collect) amc collect -p "$P" ;;
+  collect)
+    # runs/ does not outlive a sitting: the finished tasks' rollouts are kept in the repository
+    # (evidence/llm-regime/trajectories, ~30 KB a task) and restored first, so a later sitting
+    # resumes where this one stopped (collect skips finished task ids).
+    K=evidence/llm-regime/trajectories
+    mkdir -p "$R/trajectories" "$K"
+    for f in "$K"/*.jsonl; do
+      [ -e "$f" ] && [ ! -e "$R/trajectories/$(basename "$f")" ] && cp "$f" "$R/trajectories/"
+    done
+    rc=0; amc collect -p "$P" || rc=$?
+    cp "$R"/trajectories/*.jsonl "$K/" 2>/dev/null || true
+    exit $rc ;;
   calibrate)
     B=$(python -c "from amc.pipeline.params import load_params as l; print(l('$P').smc.max_steps)")
     for b in $(seq 2 "$B"); do

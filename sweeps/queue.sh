@@ -14,7 +14,7 @@ rollout() {
   q -S cell.value=rollout
   q -S cell.value=none
   for x in 0.2 0.6 0.8 0.9; do q -S cell.value=rollout -S cell.q=$x; done
-  for b in 0.1 0.5 1.0; do q -S cell.value=rollout -S cell.beta=$b; done
+  for b in 0.05 0.1 0.5 1.0; do q -S cell.value=rollout -S cell.beta=$b; done
   q -S cell.value=rollout -S cell.schedule=fixed -S 'cell.steps=[2]'
   for r in 0.3 0.5 0.7; do q -S cell.value=rollout -S cell.schedule=ess -S cell.rho=$r; done
   for n in 8 15; do q -S cell.value=rollout -S cell.n=$n; done
@@ -29,12 +29,18 @@ learned() {  # settings are chosen on validation cells, reported on their test t
     ql -S cell.value=learned -S cell.beta=0.1 -S cell.schedule=ess -S cell.rho=0.7 -S cell.split=$split
     ql -S cell.value=learned -S cell.schedule=ess -S cell.rho=0.7 -S cell.split=$split
     ql -S cell.value=learned -S cell.n=8 -S cell.split=$split
+    ql -S cell.value=learned -S cell.beta=0.05 -S cell.n=8 -S cell.split=$split
   done
-  # the exponent k of p^k (cell.sharpen) at the validation-best beta
-  for k in 2 4; do
-    for split in validation test; do
-      ql -S cell.value=learned -S cell.beta=0.05 -S cell.sharpen=$k -S cell.split=$split
-    done
+  # the exponent k of p^k (cell.sharpen) at the validation-best beta, at N = 4, 8, 15
+  for split in validation test; do
+    b="-S cell.value=learned -S cell.beta=0.05 -S cell.split=$split"
+    for k in 2 4 8 16 32; do ql $b -S cell.sharpen=$k; done
+    ql $b -S cell.n=8 -S cell.sharpen=4
+    ql $b -S cell.n=8 -S cell.sharpen=16
+    ql $b -S cell.n=15
+    ql $b -S cell.n=15 -S cell.sharpen=4
+    ql $b -S cell.schedule=ess -S cell.rho=0.7 -S cell.sharpen=4
+    ql -S cell.value=learned -S cell.beta=0.25 -S cell.sharpen=4 -S cell.split=$split
   done
   for x in 0.2 0.6 0.8; do ql -S cell.value=learned -S cell.q=$x; done
   ql -S cell.value=learned -S cell.schedule=fixed -S 'cell.steps=[2]'
