@@ -13,6 +13,7 @@ from amc.sweeps.plots import plot_factor, plot_quality, plot_sharpen
 from amc.sweeps.select import (
     BASE,
     GOAL,
+    MAIN,
     SATURATED,
     VALUE_LABEL,
     axis,
@@ -22,6 +23,7 @@ from amc.sweeps.select import (
     factor_value,
     on_axis,
     schedule_label,
+    selection_loss,
     sharpen,
 )
 from amc.sweeps.stats import Paired
@@ -249,7 +251,30 @@ def goal_section(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] |
             f"{p.a:.3f}, AMC {p.b:.3f}, difference {fmt_diff(p)} over {p.d.pairs} pairs"
             f"{' (below the sweep’s 300-pair target)' if p.d.pairs < 300 else ''}; "
             f"{dep_text}.{ceil_text} **Goal {'met' if goal_met(p) else 'not met'}** on the "
-            "oracle best-of-pool.\n")
+            "oracle best-of-pool.\n" + (why_deployable(rec) if dep and not goal_met(dep[1])
+                                         else ""))
+
+
+def why_deployable(rec: dict[str, Any]) -> str:
+    """The measured reason the deployable gain trails the oracle gain: its selection loss."""
+    loss = selection_loss(rec)
+    if loss is None:
+        return ""
+    return (f"\nWhy the deployable selection gains less: it reads V_θ on each trajectory's "
+            f"last state before the answer (rewards masked) and sometimes picks a failing "
+            f"trajectory from a pool that holds a success. It gives up {loss.b:.3f} of AMC's "
+            f"oracle success and {loss.a:.3f} of Best-of-N's (AMC − Best-of-N "
+            f"{fmt_diff(loss)}): the deployable gain is the oracle gain minus that difference. "
+            f"Per pool holding a success, the rule misses {miss(rec, 'amc'):.0%} of AMC's and "
+            f"{miss(rec, 'bon'):.0%} of Best-of-N's.\n")
+
+
+def miss(rec: dict[str, Any], method: str) -> float:
+    """Share of ``method``'s pools holding a success whose deployable answer fails."""
+    dep = deployable(rec)
+    assert dep is not None
+    hit = [r[method]["metrics"] for r in rec["rows"] if r[method]["metrics"][MAIN] > 0]
+    return sum(m[dep[0]] < m[MAIN] for m in hit) / len(hit) if hit else float("nan")
 
 
 def _twin(runs: list[dict[str, Any]], rec: dict[str, Any], value: str) -> dict[str, Any] | None:

@@ -81,6 +81,23 @@ def deployable(rec: dict[str, Any]) -> tuple[str, Paired] | None:
     return None
 
 
+def selection_loss(rec: dict[str, Any]) -> Paired | None:
+    """What the deployable selection gives up against the oracle, Best-of-N (a) vs AMC (b).
+
+    Per row: oracle best-of-pool minus the deployable answer's reward (> 0 when the value picks
+    a failing trajectory from a pool that holds a success). The deployable gain is the oracle
+    gain minus ``d`` of this comparison. None without a deployable selection."""
+    dep = deployable(rec)
+    if dep is None:
+        return None
+    rows = rec["rows"]
+
+    def loss(k: str) -> list[float]:
+        return [r[k]["metrics"][MAIN] - r[k]["metrics"][dep[0]] for r in rows]
+
+    return paired([r["task_id"] for r in rows], loss("bon"), loss("amc"))
+
+
 def calls_ratio(rec: dict[str, Any]) -> float:
     rows = rec["rows"]
     bon = sum(r["bon"]["calls"] for r in rows)

@@ -186,3 +186,25 @@ def test_the_exponent_section_draws_its_plot(tmp_path):
     assert (tmp_path / "gain_vs_sharpen.png").stat().st_size > 1000
     # a single exponent is no axis: no section
     assert "exponent k" not in render(runs[:1], None, None, "e")
+
+
+def test_the_deployable_shortfall_is_explained_by_its_measured_selection_loss():
+    rec = record(0.4, value="learned", beta=0.5, tasks=60, seed=21)
+    for i, r in enumerate(rec["rows"]):  # the selection misses AMC successes of every 2nd row only
+        for k in ("bon", "amc"):
+            m = r[k]["metrics"]
+            m["deployable_reward"] = 0.0 if k == "amc" and i % 2 == 0 else m["oracle_best"]
+    amc = [r["amc"]["metrics"] for r in rec["rows"]]
+    lost = sum(m["oracle_best"] - m["deployable_reward"] for m in amc) / len(amc)
+    missed = sum(m["deployable_reward"] < m["oracle_best"] for m in amc) / sum(
+        m["oracle_best"] > 0 for m in amc)
+    goal = render([rec], None, None, "e").split("## Goal", 1)[1].split("\n## ", 1)[0]
+    assert "goal **not met** on it" in goal
+    why = goal.split("Why the deployable selection gains less:", 1)[1]
+    assert f"gives up {lost:.3f} of AMC's oracle success and 0.000 of Best-of-N's" in why
+    assert f"(AMC − Best-of-N {lost:+.3f} [" in why
+    assert f"misses {missed:.0%} of AMC's and 0% of Best-of-N's" in why
+    # a deployable selection that meets the goal needs no explanation
+    met = render([with_deployable(record(0.4, value="learned", beta=0.5, tasks=60, seed=21),
+                                  0.5, 13)], None, None, "e")
+    assert "Why the deployable" not in met
