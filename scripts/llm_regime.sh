@@ -36,7 +36,23 @@ case "${1:-}" in
       amc calibrate "$R/trajectories" --budget "$b" --out "$A/calibration-budget$b.json"
     done ;;
   value) python -m amc.pipeline.dataset "$P" && python -m amc.pipeline.train "$P" ;;
-  evaluate) amc evaluate -p "$P" ;;
+  evaluate)
+    # As collect: every (method, seed) results file is kept gzipped in the repository
+    # (evidence/llm-regime/eval) and restored first, so the evaluation spans sittings. A restored
+    # file whose configuration hash (prior, method, value model URI) differs is dropped and re-run
+    # by the stage itself. Extra arguments go to `amc evaluate`; note that -S overrides isolate
+    # the run under runs/overrides-<hash>/ (params.py), outside what is restored and kept here.
+    shift; K=evidence/llm-regime/eval
+    mkdir -p "$R/eval" "$K"
+    for f in "$K"/*.jsonl.gz; do
+      t="$R/eval/$(basename "$f" .gz)"
+      [ -e "$f" ] && [ ! -e "$t" ] && gunzip -c "$f" > "$t"
+    done
+    rc=0; amc evaluate -p "$P" "$@" || rc=$?
+    for f in "$R"/eval/*__seed*.jsonl; do
+      [ -s "$f" ] && gzip -nc "$f" > "$K/$(basename "$f").gz"
+    done
+    exit $rc ;;
   report)
     amc report -p "$P"
     cp "$R/report/summary.json" "$A/summary.json"
