@@ -32,3 +32,34 @@ def test_paired_differences_match_runs_by_task_and_seed():
                                                       pytest.approx(1 / 6 + half))
     assert row["deployable_reward"] is None and row["tasks"] == 6  # not measured: no number
     assert set(out) == {"smc@4+c"}  # no Best-of-8 to pair smc@8 with; react is a baseline
+
+
+def test_report_loads_the_challenger_from_the_params_store_not_the_default(workdir, monkeypatch):
+    """A params file with its own MLflow store (configs/llm-regime): a fresh `amc report`
+    process must calibrate the challenger from that store, where the plan resolved it."""
+    import shutil
+    from pathlib import Path
+
+    import mlflow
+    import yaml
+
+    from amc.pipeline import evaluate, report
+    from amc.pipeline.params import load_params
+    from tests.pipeline.conftest import register_version
+
+    own = workdir / "own" / "mlflow.db"
+    own.parent.mkdir()
+    shutil.copy(workdir / "mlruns" / "mlflow.db", own)
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["mlflow_uri"] = "sqlite:///own/mlflow.db"  # relative, as in configs/llm-regime
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    mlflow.set_tracking_uri(f"sqlite:///{own}")
+    register_version(workdir, 1.0)
+    p = load_params("params.yaml")
+    assert evaluate.run(p)["status"] == "complete"
+    default = f"sqlite:///{workdir}/mlruns/mlflow.db"  # a new process: the default store
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", default)
+    mlflow.set_tracking_uri(default)
+    s = report.run(p)
+    assert s["calibration"]["value"] == "registry-quality"
+    assert s["calibration"]["states"] > 0 and s["calibration"]["pearson"] > 0.2
