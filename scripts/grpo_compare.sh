@@ -40,11 +40,6 @@ case "${1:-}" in
     cp "$R/frozen/summary.json" "$A/frozen-summary.json"
     cp "$R/policy-eval/summary.json" "$A/policy-summary.json"
     cp "$R/policy/metrics.json" "$R/policy/curve.jsonl" "$A/"
-    amc results-doc --summary docs/results-assets/summary.json --plots-dir docs/results-assets \
-      --title "Results: TextCraft with the embedded Gemma-3-270M prior" \
-      --intro "$(cat docs/results-intro.txt)" \
-      --extra "Second configuration: 6-step budget=docs/results-assets/second-configuration-6-step-budget.json" \
-      --extra "Benchmark-faithful configuration (paper split, depths 3-4, 20 steps)=docs/results-assets/benchmark-faithful-configuration-paper-s.json" \
-      --grpo "$A/frozen-summary.json,$A/policy-summary.json,$A/metrics.json" ;;
+    bash scripts/results_doc.sh ;;   # every section of docs/results.md, GRPO included
   *) echo "usage: $0 train [amc grpo flags] | value | frozen | policy | doc" >&2; exit 2 ;;
 esac

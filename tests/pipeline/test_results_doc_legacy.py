@@ -107,3 +107,29 @@ def test_cli_reads_the_summary_and_plots_it_is_given(tmp_path, monkeypatch):
     assert (tmp_path / "d" / "results-assets" / "a.png").read_bytes() == b"png"
     bad = cli.invoke(app, ["results-doc", "--out", "d/results.md", "--summary", "nope.json"])
     assert bad.exit_code != 0 and "nope.json" in bad.output
+
+
+def test_the_committed_results_document_is_what_its_committed_copies_generate(tmp_path):
+    """`scripts/results_doc.sh` on the committed docs/ gives the committed docs/results.md
+    (but for the generation date): a hand edit, or a copy left out of the repo, fails."""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    for rel in ("docs", "configs/llm-regime", "scripts/results_doc.sh"):
+        src, dst = repo / rel, tmp_path / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(["bash", "scripts/results_doc.sh"], cwd=tmp_path, env=env, check=True,
+                   capture_output=True)
+
+    def undated(text: str) -> str:
+        return re.sub(r"\) on \d{4}-\d\d-\d\d \d\d:\d\d UTC;", ") on <date>;", text)
+
+    assert undated((tmp_path / "docs/results.md").read_text()) == undated(
+        (repo / "docs/results.md").read_text())

@@ -1,0 +1,16 @@
+#!/bin/bash
+# docs/results.md from the copies kept in docs/results-assets/ (a fresh clone regenerates it).
+# The main section is the LLM regime (scripts/llm_regime.sh report writes its summary and plots
+# to docs/results-assets/llm-regime/); the earlier embedded configurations and the GRPO
+# comparison (scripts/grpo_compare.sh) follow as their own sections. Run from the repository
+# root with the venv's bin on PATH.
+set -euo pipefail
+A=docs/results-assets
+amc results-doc -p configs/llm-regime/params.yaml \
+  --summary "$A/llm-regime/summary.json" --plots-dir "$A/llm-regime" \
+  --title "Results: TextCraft with the embedded Gemma-3-270M prior" \
+  --intro "$(cat docs/results-intro.txt)" \
+  --extra "First configuration: 12 steps, 1 seed=$A/first-configuration-12-steps-1-seed.json" \
+  --extra "Second configuration: 6-step budget=$A/second-configuration-6-step-budget.json" \
+  --extra "Benchmark-faithful configuration (paper split, depths 3-4, 20 steps)=$A/benchmark-faithful-configuration-paper-s.json" \
+  --grpo "$A/grpo/frozen-summary.json,$A/grpo/policy-summary.json,$A/grpo/metrics.json"
