@@ -151,6 +151,24 @@ def _lock_one(stack: contextlib.ExitStack, lock: Path, path: Path) -> None:
     stack.callback(lock.unlink, missing_ok=True)  # runs before the close: still locked
 
 
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (``/proc``);
+    elsewhere set and restored at once, under a lock."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` via a temp file, fsync and an atomic rename.
 
@@ -161,6 +179,7 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp's 0600 is not what open() gives
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

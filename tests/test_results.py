@@ -1,6 +1,8 @@
 """Crash-safe JSON lines: torn tails, atomic writes."""
 
 import json
+import os
+import stat
 
 import pytest
 
@@ -87,3 +89,19 @@ def test_unwritable_out_is_a_one_line_error(tmp_path):
     assert check_writable(tmp_path / "new" / "dir").is_dir()
     with pytest.raises(ValueError, match=r"^cannot write results to .*f/out: "):
         check_writable(tmp_path / "f" / "out")
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
+def test_atomic_writes_get_the_users_umask_not_mkstemps_0600(tmp_path, mask):
+    from amc.results import current_umask
+
+    old = os.umask(mask)
+    try:
+        assert current_umask() == mask
+        write_json_atomic(tmp_path / "evaluation.json", {"a": 1})
+        plain = tmp_path / "plain.json"
+        plain.write_text("{}")  # what open() gives, the reference
+    finally:
+        os.umask(old)
+    got = stat.S_IMODE((tmp_path / "evaluation.json").stat().st_mode)
+    assert got == stat.S_IMODE(plain.stat().st_mode) == 0o666 & ~mask

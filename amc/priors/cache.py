@@ -1,15 +1,18 @@
 """Sqlite response cache: a rerun with the same seed makes no calls and reproduces results.
 
-The key is a SHA-256 of ``(model, endpoint, full request, sample seed)``; the request
-includes the prompt, every sampling parameter and the per-request seed the prior drew from the
-particle's generator, so two particles never share an entry and a rerun with the same run seed
-hits every entry. Only successful responses are stored (never errors). The API key is not part
-of the request and never reaches the file.
+The key is a SHA-256 of ``(server, model, endpoint kind, full request, sample seed)``: the
+server is the endpoint's base URL (or, for a server the prior starts itself on a free port,
+what it serves, e.g. ``embedded:gemma-3-270m@python``), so one server's answers are never
+replayed for another -- a dead endpoint or one that refuses the key fails instead of
+answering from the cache. The request includes the prompt, every sampling parameter and the
+per-request seed the prior drew from the particle's generator, so two particles never share an
+entry and a rerun with the same run seed hits every entry. Only successful responses are
+stored (never errors). The API key is not part of the key and never reaches the file.
 
 Example::
 
     cache = ResponseCache(".cache/responses.sqlite")
-    key = cache.key("gpt-4.1-mini", "chat", request, seed=123)
+    key = cache.key("gpt-4.1-mini", "chat", request, seed=123, server="https://api.openai.com/v1")
     cache.get(key) or cache.put(key, text, usage)
 """
 
@@ -23,12 +26,28 @@ import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from amc.types import Usage
 
 log = logging.getLogger("amc.priors")
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT, usage TEXT)"
+
+
+KEY_VERSION = 2
+"""Bumped when the key's contents change (2: the server joined it), so no entry written under
+an older key is ever read as an answer to a new one."""
+
+
+def server_id(url: str) -> str:
+    """An endpoint's identity: scheme and host lower-cased, no trailing slash
+    (``HTTP://Host:8000/v1/`` and ``http://host:8000/v1`` are one server)."""
+    parts = urlsplit(url.strip())
+    if not parts.scheme:
+        return url.strip().rstrip("/")
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"),
+                       parts.query, ""))
 
 
 def default_cache_dir() -> Path:
@@ -52,10 +71,13 @@ class ResponseCache:
         self.misses = 0
 
     @staticmethod
-    def key(model: str, endpoint: str, request: dict[str, Any], seed: int) -> str:
-        """Stable digest of everything that determines a sample."""
+    def key(model: str, endpoint: str, request: dict[str, Any], seed: int, *,
+            server: str) -> str:
+        """Stable digest of everything that determines a sample (``server``: the endpoint's
+        identity, :func:`server_id`)."""
         blob = json.dumps(
-            {"model": model, "endpoint": endpoint, "request": request, "seed": seed},
+            {"v": KEY_VERSION, "server": server_id(server), "model": model,
+             "endpoint": endpoint, "request": request, "seed": seed},
             sort_keys=True, separators=(",", ":"), default=str,
         )
         return hashlib.sha256(blob.encode()).hexdigest()

@@ -179,6 +179,8 @@ class EmbeddedPrior(OpenAIPrior):
                 prompt_cache=options.prompt_cache, cache_ram_mib=options.cache_ram_mib)
             options = options.model_copy(update={"base_url": self.server.url})
         super().__init__(options, env=env)
+        if self.server is not None:  # its port is new each run; what it serves is not
+            self.server_id = f"embedded:{options.model}@{options.server}"
         self._starting: asyncio.Future[Any] | None = None
 
     async def ensure_started(self) -> None:

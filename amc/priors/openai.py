@@ -34,7 +34,7 @@ from typing import Any, Literal
 from urllib.parse import urlparse
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from amc.config import Frozen
 from amc.priors.cache import ResponseCache, default_cache_dir
@@ -121,6 +121,16 @@ class OpenAIOptions(Frozen):
     menu_limit: int = Field(60, ge=1)
     """Most valid actions listed in a menu prompt."""
 
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        """An address the client can call: http(s)://host[:port]/path."""
+        if url is not None:
+            parts = urlparse(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"base_url must be an http(s)://host/... URL, got {url!r}")
+        return url
+
 
 def is_local(url: str) -> bool:
     """Whether ``url`` points at this machine (no key needed)."""
@@ -176,6 +186,8 @@ class OpenAIPrior(WantsValidActions, CompletionClient):
                 f"{options.api_key_env} (or point base_url at a local server)"
             )
         self._key = key or "sk-local"
+        self.server_id = self.base_url
+        """Who answers (the response cache's key): the endpoint's URL by default."""
         self.ledger = ledger or Ledger(Budget(max_tokens=options.budget_tokens,
                                               max_usd=options.budget_usd))
         self.retry = RetryPolicy(options.max_retries, options.backoff_base_s, options.backoff_max_s)
@@ -252,7 +264,8 @@ class OpenAIPrior(WantsValidActions, CompletionClient):
         endpoint = "chat" if "messages" in request else "completions"
         key = None
         if self.cache is not None:
-            key = ResponseCache.key(self.options.model, endpoint, request, seed)
+            key = ResponseCache.key(self.options.model, endpoint, request, seed,
+                                    server=self.server_id)
             hit = self.cache.get(key)
             if hit is not None:
                 self.ledger.cache_hits += 1

@@ -1,15 +1,29 @@
-from amc.priors.cache import ResponseCache
+from amc.priors.cache import ResponseCache, server_id
 from amc.types import Usage
 
+A = "http://127.0.0.1:8001/v1"
 
-def test_key_covers_model_endpoint_request_and_seed(tmp_path):
+
+def test_key_covers_server_model_endpoint_request_and_seed(tmp_path):
     req = {"model": "m", "prompt": "p", "temperature": 1.0, "seed": 3}
-    k = ResponseCache.key("m", "completions", req, 3)
-    assert k == ResponseCache.key("m", "completions", dict(reversed(req.items())), 3)
-    assert len({k, ResponseCache.key("m", "completions", req, 4),
-                ResponseCache.key("m", "chat", req, 3),
-                ResponseCache.key("m2", "completions", req, 3),
-                ResponseCache.key("m", "completions", {**req, "temperature": 0.5}, 3)}) == 5
+    k = ResponseCache.key("m", "completions", req, 3, server=A)
+    assert k == ResponseCache.key("m", "completions", dict(reversed(req.items())), 3, server=A)
+    assert k == ResponseCache.key("m", "completions", req, 3, server="HTTP://127.0.0.1:8001/v1/")
+    assert len({k, ResponseCache.key("m", "completions", req, 4, server=A),
+                ResponseCache.key("m", "chat", req, 3, server=A),
+                ResponseCache.key("m2", "completions", req, 3, server=A),
+                ResponseCache.key("m", "completions", {**req, "temperature": 0.5}, 3, server=A),
+                ResponseCache.key("m", "completions", {**req, "prompt": "q"}, 3, server=A),
+                ResponseCache.key("m", "completions", req, 3, server="http://127.0.0.1:8002/v1"),
+                ResponseCache.key("m", "completions", req, 3, server="http://127.0.0.1:8001/v2"),
+                ResponseCache.key("m", "completions", req, 3,
+                                  server="https://127.0.0.1:8001/v1")}) == 9
+
+
+def test_server_id_normalises_only_what_names_the_same_server():
+    assert server_id("HTTP://Host:8000/v1/") == "http://host:8000/v1"
+    assert server_id("http://host:8000/V1") != server_id("http://host:8000/v1")  # paths differ
+    assert server_id("embedded:gemma-3-270m@python") == "embedded:gemma-3-270m@python"
 
 
 def test_roundtrip_persists_and_first_write_wins(tmp_path):

@@ -23,6 +23,7 @@ file), which are then enforced too. A file that fails a check is never put in pl
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -33,6 +34,7 @@ from typing import Any
 import httpx
 
 from amc.envs.webshop.catalog import ATTRIBUTES_FILE, HUMAN_FILE, PRODUCTS_FILE
+from amc.results import current_umask
 
 SOURCE_COMMIT = "3ef9235d23e68e7c2920c5422ad957dc8ced5c6c"
 """AgentGym commit whose ``agentenv-webshop/webshop/data/`` holds the catalog files."""
@@ -154,6 +156,7 @@ def fetch_webshop(
                     pass  # a stale or partial copy: fetch it again
             with tempfile.NamedTemporaryFile(dir=out, prefix=f".{name}.", delete=False) as tmp:
                 tmp_path = Path(tmp.name)
+                os.fchmod(tmp.fileno(), 0o666 & ~current_umask())  # not mkstemp's 0600
                 try:
                     if from_dir is not None:
                         src = Path(from_dir) / name
