@@ -8,7 +8,9 @@
 - :func:`call_with_retries` retries 429, 408/409, 5xx, timeouts, connection errors and
   malformed 200 answers (a body cut short so it is not JSON, no choices, null content: what a
   proxy or an overloaded server sends, and what the next attempt usually fixes) with
-  exponential backoff and full jitter, or waits exactly what ``Retry-After`` asks. The SDK's
+  exponential backoff and full jitter, or waits exactly what ``Retry-After`` asks: the
+  project's one retry loop (:mod:`amc.retry`, also the AgentGym client's), given the OpenAI
+  SDK's errors to classify. The SDK's
   own retries are switched off (``max_retries=0``) so there is exactly one layer. Jitter is
   drawn from a generator the caller seeds (from the request's seed), never from global
   randomness, and never from the particle's generator: a fault therefore cannot change which
@@ -25,11 +27,15 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
 import openai
+
+from amc.retry import RetriesExhausted, RetryPolicy, retry_async
+
+__all__ = ["Limiter", "MalformedResponse", "PermanentError", "RetryPolicy", "call_with_retries",
+           "describe", "is_retryable", "redact", "retry_after_s"]
 
 T = TypeVar("T")
 
@@ -40,22 +46,6 @@ class PermanentError(Exception):
 
 class MalformedResponse(Exception):
     """A 200 answer without a usable completion (no choices, null content); retried."""
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How long to keep trying one call."""
-
-    max_retries: int = 6
-    base_delay_s: float = 0.5
-    max_delay_s: float = 30.0
-    max_retry_after_s: float = 120.0
-    """Longest ``Retry-After`` we honour; longer waits are capped here."""
-
-    def backoff(self, attempt: int, rng: np.random.Generator) -> float:
-        """Full-jitter exponential backoff for retry number ``attempt`` (0-based), seconds."""
-        cap = min(self.max_delay_s, self.base_delay_s * 2.0**attempt)
-        return float(rng.uniform(0.0, cap))
 
 
 class Limiter:
@@ -174,21 +164,11 @@ async def call_with_retries(
     on_retry: Callable[[BaseException, float], None] | None = None,
 ) -> tuple[T, int]:
     """``(fn(), retries used)``; raises :class:`PermanentError` when it gives up."""
-    attempt = 0
-    while True:
-        try:
-            return await fn(), attempt
-        except Exception as err:
-            if not is_retryable(err):
-                raise PermanentError(describe(err, secret)) from None
-            if attempt >= policy.max_retries:
-                msg = f"gave up after {attempt} retries: {describe(err, secret)}"
-                raise PermanentError(msg) from None
-            wait = retry_after_s(err)
-            wait = policy.backoff(attempt, rng) if wait is None else min(
-                wait, policy.max_retry_after_s
-            )
-            if on_retry is not None:
-                on_retry(err, wait)
-            attempt += 1
-            await asyncio.sleep(wait)
+    try:
+        return await retry_async(fn, policy, rng, retryable=is_retryable,
+                                 wait_hint=retry_after_s, on_retry=on_retry)
+    except RetriesExhausted as err:
+        msg = f"gave up after {err.retries} retries: {describe(err.last, secret)}"
+        raise PermanentError(msg) from None
+    except Exception as err:
+        raise PermanentError(describe(err, secret)) from None

@@ -20,10 +20,10 @@ it is ``"click[Buy Now]"`` while the episode runs (``forced_buy``); otherwise th
 the server's ``GET /final_action?id=`` (``amc serve-env``: the served environment's own
 ``final_action()``, e.g. in-process WebShop's buy), and a server without it means none.
 
-Requests retry on 503 and on connection failures (exponential backoff); a read timeout on
-``/step`` is never retried, because the server may have executed the action. Every server env
-the suite creates is tracked and closed by ``env.close()`` or, failing that, by
-``suite.close()``.
+Requests retry on 503 and on connection failures (:mod:`~amc.envs.agentgym.transport`, the
+one retry loop, with jitter); a read timeout on ``/step`` is never retried, because the server
+may have executed the action. Every server env the suite creates is tracked and closed by
+``env.close()`` or, failing that, by ``suite.close()``.
 
 **Forking.** With ``fork: auto`` the client uses the server's ``POST /fork`` extension when it
 exists (``amc serve-env`` has it) and otherwise *replays*: it creates a fresh server env, resets
@@ -43,7 +43,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,11 +50,13 @@ from typing import Any
 import httpx
 
 from amc.envs.agentgym.options import AgentGymError, AgentGymOptions, ReplayDivergence
+from amc.envs.agentgym.transport import Jitter, send
 from amc.envs.paper_splits import paper_split
 from amc.envs.textcraft.actions import observed_menu
 from amc.envs.textcraft.env import load_book
 from amc.protocols import ForcesFinalAction
 from amc.registry import ENVIRONMENTS
+from amc.retry import RetryPolicy
 from amc.types import EnvStep
 
 log = logging.getLogger(__name__)
@@ -90,28 +91,17 @@ class AgentGymSuite:
         self.has_available_actions: bool | None = None
         self._lock = threading.Lock()
         self.fork_probe_lock = threading.Lock()  # held while the first fork probes /fork
+        self.retry = RetryPolicy(max_retries=options.retries, base_delay_s=options.backoff_s)
+        self.jitter = Jitter()
+        self.retries = 0
+        """Retries made so far (all requests)."""
 
     # ----- HTTP -----
     def request(self, method: str, path: str, *, json_body: Any = None,
                 params: dict[str, Any] | None = None, retry_read: bool = True) -> httpx.Response:
         """One request with retries on 503 / connection errors; HTTP errors raise."""
-        o = self.options
-        for attempt in range(o.retries + 1):
-            try:
-                resp = self.http.request(method, path, json=json_body, params=params)
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as err:
-                if attempt == o.retries:
-                    raise AgentGymError(f"{method} {o.base_url}{path}: {err!r}") from None
-            except httpx.ReadTimeout:
-                if not retry_read or attempt == o.retries:
-                    raise AgentGymError(
-                        f"{method} {o.base_url}{path}: no answer within {o.timeout_s} s"
-                    ) from None
-            else:
-                if resp.status_code != 503 or attempt == o.retries:
-                    return resp
-            time.sleep(o.backoff_s * 2**attempt)
-        raise AssertionError("unreachable")
+        return send(self, method, path, json_body=json_body, params=params,
+                    retry_read=retry_read)
 
     def call(self, method: str, path: str, **kw: Any) -> Any:
         """A request whose non-2xx answer or ``{"error": ...}`` payload raises."""
