@@ -6,7 +6,8 @@ Component options (``env.options`` etc.) are validated by the model the componen
 (:mod:`amc.registry`).
 
 A config file is YAML with the sections below (``params.yaml`` is one); command-line
-``-S section.key=value`` overrides are applied on top (values parsed as YAML scalars).
+``-S section.key=value`` overrides are applied on top (values parsed as YAML scalars), then
+typed values (:func:`apply_values`: a command's own flags, never re-parsed as YAML).
 """
 
 from __future__ import annotations
@@ -18,9 +19,25 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from amc.errors import format_validation_error
+
+
+class ConfigError(ValueError):
+    """An invalid configuration: one readable line, plus the dotted keys that failed
+    (``fields``), so a command can name the flag that set them."""
+
+    def __init__(self, message: str, fields: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.fields = fields
 
 
 class Frozen(BaseModel):
@@ -71,13 +88,13 @@ class SMCConfig(Frozen):
     """N, the number of particles per task."""
     max_steps: int = Field(20, ge=1)
     """T, the step budget of every particle."""
-    beta: float = Field(1.0, gt=0)
+    beta: float = Field(1.0, gt=0, allow_inf_nan=False)
     """KL coefficient beta: the posterior is prior * exp(reward / beta)."""
     resample: Literal["never", "fixed", "ess"] = "fixed"
     """Schedule: never (Best-of-N, ReAct), fixed steps, or when ESS < rho * N."""
     resample_steps: tuple[int, ...] = (4,)
     """Steps after which to resample when resample == fixed (paper: TextCraft [4])."""
-    ess_threshold: float = Field(0.5, gt=0, le=1)
+    ess_threshold: float = Field(0.5, gt=0, le=1, allow_inf_nan=False)
     """rho: resample when ESS < rho * N (resample == ess)."""
     resampler: str = "multinomial"
     """Resampling scheme: multinomial, systematic, stratified or residual."""
@@ -86,14 +103,21 @@ class SMCConfig(Frozen):
     success_threshold: float = 1.0
     """A trajectory with total reward >= this counts as a success."""
 
-    @model_validator(mode="after")
-    def _check(self) -> SMCConfig:
-        if self.resampler not in RESAMPLER_NAMES:  # amc.smc.resampling.RESAMPLERS has these
-            raise ValueError(f"unknown resampler {self.resampler!r}; "
-                             f"known: {', '.join(RESAMPLER_NAMES)}")
-        if any(s < 1 for s in self.resample_steps):
-            raise ValueError(f"resample_steps must be >= 1, got {list(self.resample_steps)}")
-        return self
+    @field_validator("resampler")
+    @classmethod
+    def _known_resampler(cls, name: str) -> str:
+        if name not in RESAMPLER_NAMES:  # amc.smc.resampling.RESAMPLERS has these
+            raise ValueError(f"unknown resampler {name!r}; known: {', '.join(RESAMPLER_NAMES)}")
+        return name
+
+    @field_validator("resample_steps")
+    @classmethod
+    def _positive_distinct_steps(cls, steps: tuple[int, ...]) -> tuple[int, ...]:
+        if any(s < 1 for s in steps):
+            raise ValueError(f"resample_steps must be >= 1, got {list(steps)}")
+        if len(set(steps)) < len(steps):
+            raise ValueError(f"resample_steps lists a step twice: {list(steps)}")
+        return steps
 
     def unreachable_resample_steps(self) -> list[int]:
         """Fixed resample steps at or past ``max_steps``: no schedule resamples after the last
@@ -161,6 +185,35 @@ class RunConfig(Frozen):
     configuration, runs/<env>-<hash of env, prior, smc, value, values>, so a changed flag never
     meets results of another configuration."""
 
+    @field_validator("task_ids", mode="before")
+    @classmethod
+    def _ids_as_text(cls, ids: Any) -> Any:
+        """Task ids are names: ``task_ids: [3, 7]`` (YAML numbers) means ids "3" and "7"."""
+        if isinstance(ids, list | tuple):
+            return tuple(str(t) if isinstance(t, int) and not isinstance(t, bool) else t
+                         for t in ids)
+        return ids
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_natural_seeds(cls, seeds: tuple[int, ...]) -> tuple[int, ...]:
+        if not seeds:
+            raise ValueError("no seeds given")
+        if any(s < 0 for s in seeds):  # numpy's generators take no negative seed
+            raise ValueError(f"seeds must be >= 0, got {list(seeds)}")
+        if len(set(seeds)) < len(seeds):  # one results file per (method, seed)
+            raise ValueError(f"a seed is given twice: {list(seeds)}")
+        return seeds
+
+    @field_validator("methods")
+    @classmethod
+    def _some_distinct_methods(cls, methods: tuple[str, ...]) -> tuple[str, ...]:
+        if not methods:
+            raise ValueError("no methods given")
+        if len(set(methods)) < len(methods):  # one results file per (method, seed)
+            raise ValueError(f"a method is given twice: {list(methods)}")
+        return methods
+
     @model_validator(mode="before")
     @classmethod
     def _none_out_dir(cls, data: Any) -> Any:
@@ -193,25 +246,39 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     return parts, yaml.safe_load(raw) if raw.strip() else ""
 
 
+def _set(node: dict[str, Any], parts: list[str], value: Any) -> None:
+    """Set ``node[p0][p1]...`` = value, creating (or replacing non-mapping) sections."""
+    for p in parts[:-1]:
+        nxt = node.get(p)
+        if not isinstance(nxt, dict):
+            nxt = node[p] = {}
+        node = nxt
+    node[parts[-1]] = value
+
+
 def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
     """Set dotted keys in a nested dict (a copy); creates intermediate sections."""
     out = json.loads(json.dumps(data, default=str))
     for item in overrides:
-        parts, value = parse_override(item)
-        node = out
-        for p in parts[:-1]:
-            nxt = node.get(p)
-            if not isinstance(nxt, dict):
-                nxt = node[p] = {}
-            node = nxt
-        node[parts[-1]] = value
+        _set(out, *parse_override(item))
+    return out
+
+
+def apply_values(data: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Set dotted keys to typed values (a copy): ``{"out_dir": Path("#x")}`` stays that path,
+    where ``apply_overrides`` would read ``#x`` as a YAML comment."""
+    out = json.loads(json.dumps(data, default=str))
+    for key, value in values.items():
+        _set(out, key.split("."), value)
     return out
 
 
 def load_run_config(
-    path: str | Path | None = None, overrides: Iterable[str] = (), section: str | None = None
+    path: str | Path | None = None, overrides: Iterable[str] = (), section: str | None = None,
+    values: Mapping[str, Any] | None = None,
 ) -> RunConfig:
-    """A :class:`RunConfig` from an optional YAML file (or one of its sections) + overrides."""
+    """A :class:`RunConfig` from an optional YAML file (or one of its sections), ``-S``-style
+    overrides, then typed ``values`` (dotted keys; applied last)."""
     data: dict[str, Any] = {}
     if path is not None:
         data = load_yaml(path)
@@ -219,7 +286,10 @@ def load_run_config(
             if section not in data or not isinstance(data[section], dict):
                 raise ValueError(f"{path}: no mapping section {section!r}")
             data = data[section]
-    return validate(RunConfig, apply_overrides(data, overrides), "run config")
+    elif section is not None:
+        raise ValueError(f"section {section!r} given without a config file")
+    data = apply_values(apply_overrides(data, overrides), values or {})
+    return validate(RunConfig, data, "run config")
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -238,7 +308,8 @@ def validate(model: type[Frozen], data: Mapping[str, Any], where: str = "config"
     try:
         return model.model_validate(dict(data))
     except ValidationError as err:
-        raise ValueError(format_validation_error(err, where)) from None
+        fields = tuple(".".join(map(str, e["loc"])) for e in err.errors())
+        raise ConfigError(format_validation_error(err, where), fields) from None
 
 
 def config_hash(cfg: BaseModel | Mapping[str, Any]) -> str:

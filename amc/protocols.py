@@ -25,6 +25,8 @@ default. Structural implementations that do not inherit (test doubles, outside c
 - :class:`ReportsUsage` (value): ``async score_with_usage()``; default: ``score()``, no usage.
 - :class:`CompletionClient` (prior): ``async complete(prompt)``; no default: the LLM values
   (zero-shot, FoA) need it and fail to build with a prior that lacks it.
+- :class:`BoundedEpisodes` (suite): ``horizon``, the most steps any episode lasts; default:
+  unbounded (only the step budget ends an episode).
 """
 
 from __future__ import annotations
@@ -179,3 +181,17 @@ class CompletionClient(Protocol):
         """The model's text answer to ``prompt`` and what it cost."""
         ...
 
+
+
+@runtime_checkable
+class BoundedEpisodes(Protocol):
+    """A suite whose episodes all end within ``horizon`` steps (the synthetic tree's depth).
+
+    ``amc run`` refuses fixed resampling steps at or past it up front: no particle is alive
+    there, so such a method would silently equal Best-of-N. Default: unbounded.
+    """
+
+    @property
+    def horizon(self) -> int:
+        """The most steps an episode of this suite can last."""
+        ...

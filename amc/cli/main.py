@@ -15,9 +15,10 @@ from typing import Any
 import typer
 
 from amc.cli import envs, fetch, grpo, pipeline, priors, run, value
+from amc.cli.errors import OneLineErrors
 
 app = typer.Typer(
-    name="amc",
+    name="amc", cls=OneLineErrors,
     help="Agentic Monte Carlo: steer black-box LLM agents with SMC and a learned value.",
     no_args_is_help=True,
     add_completion=False,

@@ -13,34 +13,75 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
+import yaml
 
 from amc.cli.errors import friendly_errors
-from amc.config import load_run_config
+from amc.cli.run_checks import (
+    FLAG_KEYS,
+    FlagError,
+    check_run,
+    integers,
+    items,
+    name_config_error,
+    text,
+    value_settings,
+)
+from amc.config import ConfigError, RunConfig, load_run_config, load_yaml, parse_override
 from amc.runner import (
     TasksFailed,
     format_table,
-    resolve_methods,
     run_methods,
     write_summary,
 )
 
 
-def value_flags(value: str | None) -> list[str]:
-    """``--value``: a registry name, a ``models:/`` URI or model folder (the in-process
-    ``learned`` value), or a served head's ``http(s)://.../invocations`` (the ``remote`` value)."""
-    if value is None:
-        return []
-    if value.startswith(("http://", "https://")):
-        return ["value.name=remote", f"value.options.url={value}"]
-    if value.startswith("models:/") or Path(value).exists():
-        return ["value.name=learned", f"value.options.model={value}"]
-    return [f"value.name={value}"]
+def typed_values(**flags: Any) -> dict[str, Any]:
+    """The given flags (by flag name) as typed config values, each checked on its own."""
+    out: dict[str, Any] = {}
+    for name, v in flags.items():
+        flag = "--" + name.replace("_", "-")
+        if name in ("env", "prior", "model", "value", "resample", "resampler", "split"):
+            v = text(flag, v)
+        elif name == "methods":
+            v = items(flag, v)
+        elif name in ("seeds", "resample_steps"):
+            v = integers(flag, v, least=0 if name == "seeds" else 1)
+        elif name == "out" and v is not None:
+            if not v.strip():
+                raise FlagError(flag, "empty path")
+            v = Path(v)  # a typed path: '#x' is a folder name, not a YAML comment
+        if v is not None:
+            out["--particles" if name == "particles" else flag] = v
+    return out
 
 
-def _csv(s: str | None) -> list[str] | None:
-    return None if s is None else [x.strip() for x in s.split(",") if x.strip()]
+def load_config(config: Path | None, section: str | None, set_: list[str],
+                given: dict[str, Any]) -> RunConfig:
+    """The run's config; a bad file, section, ``-S`` item or flag value names its flag."""
+    if section is not None and config is None:
+        raise FlagError("--section", "needs --config (the file whose section to use)")
+    if config is not None:
+        try:
+            load_yaml(config)
+        except (ValueError, OSError, yaml.YAMLError) as err:
+            raise FlagError("--config", err) from None
+    for item in set_:
+        try:
+            parse_override(item)
+        except (ValueError, yaml.YAMLError) as err:
+            raise FlagError("--set", err) from None
+    values: dict[str, Any] = {}
+    for flag, v in given.items():
+        values.update(value_settings(v) if flag == "--value" else {FLAG_KEYS[flag]: v})
+    try:
+        return load_run_config(config, set_, text("--section", section), values)
+    except ConfigError as err:
+        raise name_config_error(err, given) from None
+    except ValueError as err:  # file and overrides read above: the section is missing
+        raise FlagError("--section", err) from None
 
 
 @friendly_errors
@@ -64,28 +105,19 @@ def run_cmd(
     split: str | None = typer.Option(None, help="Task split (train/test)."),
     max_tasks: int | None = typer.Option(None, help="Only the first K tasks."),
     seeds: str | None = typer.Option(None, help="Comma list of run seeds."),
-    out: Path | None = typer.Option(None, help="Output directory for results."),
+    out: str | None = typer.Option(None, help="Output directory for results."),
     quiet: bool = typer.Option(False, help="No progress bars."),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the number of calls and the estimated cost; run nothing."),
 ) -> None:
     """Run methods (ReAct, Best-of-N, SMC) and print mean ± s.e. per method."""
-    if config is not None and not config.is_file():
-        raise FileNotFoundError(f"config file not found: {config}")
-    flags: list[str] = list(set_)
-    simple = {"env.name": env, "prior.name": prior, "prior.options.model": model,
-              "smc.n_particles": particles, "smc.max_steps": steps, "smc.beta": beta,
-              "smc.resample": resample, "smc.ess_threshold": ess_threshold,
-              "smc.resampler": resampler, "split": split, "max_tasks": max_tasks,
-              "out_dir": out}
-    flags += [f"{k}={v}" for k, v in simple.items() if v is not None]
-    flags += value_flags(value)
-    for key, lst in (("methods", _csv(methods)), ("smc.resample_steps", _csv(resample_steps)),
-                     ("seeds", _csv(seeds))):
-        if lst is not None:
-            flags.append(f"{key}=[{', '.join(lst)}]")
-    cfg = load_run_config(config, flags, section)
-    resolve_methods(cfg)  # fail on a bad method spec before building anything
+    given = typed_values(env=env, prior=prior, model=model, value=value, methods=methods,
+                         particles=particles, steps=steps, beta=beta, resample=resample,
+                         resample_steps=resample_steps, ess_threshold=ess_threshold,
+                         resampler=resampler, split=split, max_tasks=max_tasks, seeds=seeds,
+                         out=out)
+    cfg = load_config(config, section, set_, given)
+    check_run(cfg, given)  # every refusal, before anything is written
     if dry_run:
         from amc.estimate import estimate, format_estimate
 

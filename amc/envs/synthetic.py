@@ -35,6 +35,7 @@ import numpy as np
 from pydantic import Field
 
 from amc.config import Frozen
+from amc.protocols import BoundedEpisodes
 from amc.registry import ENVIRONMENTS, PRIORS, VALUES
 from amc.smc.weights import logsumexp
 from amc.types import AgentTurn, EnvStep, History, Usage
@@ -208,13 +209,18 @@ class SyntheticEnv:
         self.closed = True
 
 
-class SyntheticSuite:
+class SyntheticSuite(BoundedEpisodes):
     """Environment factory and task ids for the synthetic tree MDP."""
 
     name = "synthetic"
 
     def __init__(self, options: SyntheticOptions) -> None:
         self.options = options
+
+    @property
+    def horizon(self) -> int:
+        """Every episode ends by the tree's depth."""
+        return self.options.depth
 
     def make(self) -> SyntheticEnv:
         return SyntheticEnv(self.options)

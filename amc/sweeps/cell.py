@@ -15,7 +15,6 @@ parameters and metrics go to one MLflow run. Run as ``python -m amc.sweeps.cell`
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import math
 import sys
@@ -31,6 +30,7 @@ from amc.smc.sampler import run_task
 from amc.sweeps.config import CellParams, load_sweep_params
 from amc.sweeps.stats import paired
 from amc.sweeps.tasks import make_suite, split_tasks, task_budget
+from amc.value.digest import model_hash
 from amc.value.rollout import RolloutValue, RolloutValueOptions
 from amc.value.simple import ZeroValue
 
@@ -174,11 +174,10 @@ def cell_name(cell: CellParams) -> str:
 
 
 def dir_hash(path: str | Path) -> str:
-    """Content hash of a model directory (file names and bytes): which V_theta a cell used."""
-    h = hashlib.sha256()
-    for p in sorted(q for q in Path(path).rglob("*") if q.is_file()):
-        h.update(str(p.relative_to(path)).encode() + b"\0" + p.read_bytes())
-    return h.hexdigest()[:16]
+    """Which V_theta a cell used: the content hash of the model's weights and configuration
+    (:func:`amc.value.digest.model_hash`; run records such as wall times are left out, so a
+    bit-identical retrain has the same hash)."""
+    return model_hash(path)
 
 
 def run(cell: CellParams, track: bool = True, progress: bool = False) -> dict[str, Any]:

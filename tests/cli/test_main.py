@@ -37,12 +37,13 @@ def test_fetch_webshop_fixture_through_the_group(tmp_path):
 def test_yaml_syntax_errors_are_one_line_user_errors(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("smc: {beta: [0.5\n")
-    for args in (["run", "-c", str(bad), "--dry-run"],
-                 ["run", "--env", "synthetic", "-S", "smc.beta=[0.5", "--dry-run"]):
+    for flag, args in (("--config", ["run", "-c", str(bad), "--dry-run"]),
+                       ("--set", ["run", "--env", "synthetic", "-S", "smc.beta=[0.5",
+                                  "--dry-run"])):
         r = runner.invoke(app, args)
         assert r.exit_code == 2, r.output
         err = r.stderr if hasattr(r, "stderr") else r.output
-        assert err.startswith("error: invalid YAML") and err.count("\n") == 1, err
+        assert err.startswith(f"error: {flag}: invalid YAML") and err.count("\n") == 1, err
         assert "Traceback" not in r.output
 
 
@@ -55,12 +56,14 @@ def test_command_modules_do_not_import_the_app():
 
 
 def test_value_flag_maps_urls_uris_and_names(tmp_path):
-    from amc.cli.run import value_flags
+    from amc.cli.run_checks import value_settings
     from amc.config import load_run_config
 
     url = "http://127.0.0.1:5999/invocations"
-    assert value_flags(url) == ["value.name=remote", f"value.options.url={url}"]
-    assert value_flags("models:/amc-value-textcraft@champion")[0] == "value.name=learned"
-    assert value_flags("exact") == ["value.name=exact"]
-    cfg = load_run_config(None, ["env.name=synthetic", *value_flags(url)])
+    assert value_settings(url) == {"value.name": "remote", "value.options": {"url": url}}
+    assert value_settings("models:/amc-value-textcraft@champion")["value.name"] == "learned"
+    assert value_settings(str(tmp_path)) == {"value.name": "learned",
+                                             "value.options": {"model": str(tmp_path)}}
+    assert value_settings("exact") == {"value.name": "exact"}
+    cfg = load_run_config(None, ["env.name=synthetic"], values=value_settings(url))
     assert (cfg.value.name, cfg.value.options["url"]) == ("remote", url)

@@ -8,9 +8,10 @@ from typing import Literal
 from pydantic import Field
 
 from amc.config import Frozen
+from amc.errors import ServiceUnavailable
 
 
-class AgentGymError(RuntimeError):
+class AgentGymError(ServiceUnavailable):
     """The server refused or failed a request (after retries)."""
 
 

@@ -1,0 +1,114 @@
+"""`amc run`'s bad-input table (tests/cli/bad_inputs.yaml): every refused case is one
+`error:` line naming the flag to fix, exit status 2, before anything is written; every
+accepted case runs. Most cases run in process; a few as real `python -m amc` processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from amc.cli import app
+from amc.ports import free_port
+
+TABLE = yaml.safe_load((Path(__file__).with_name("bad_inputs.yaml")).read_text())
+REPO = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+
+
+def _id(case: dict[str, Any]) -> str:
+    return " ".join(case["args"]) or "<base>"
+
+
+@pytest.fixture()
+def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The placeholders' files and folders; the test runs in its own empty cwd."""
+    files = {
+        "cfg": "env: {name: synthetic}\nsmc: {n_particles: 2, max_steps: 2, resample_steps: [1]}"
+               "\nvalue: {name: exact}\nmax_tasks: 1\n",
+        "sections": "small: {env: {name: synthetic}, smc: {n_particles: 2, max_steps: 2, "
+                    "resample_steps: [1]}, value: {name: exact}, max_tasks: 1}\nscalar: 3\n",
+        "bad_yaml": "env: [unclosed\n", "list_yaml": "- a\n- b\n",
+        "bad_key_yaml": "smc: {bogus: 1}\n", "bad_value_yaml": "smc: {n_particles: 0}\n",
+        "file": "not a folder\n",
+    }
+    out = {"tmp": str(tmp_path), "out": str(tmp_path / "out"), "dir": str(tmp_path / "a-dir"),
+           "dead": f"http://127.0.0.1:{free_port()}"}
+    (tmp_path / "a-dir").mkdir()
+    for name, text in files.items():
+        (tmp_path / f"{name}.yaml").write_text(text)
+        out[name] = str(tmp_path / f"{name}.yaml")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("AMC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    return out
+
+
+def argv(case: dict[str, Any], places: dict[str, str]) -> list[str]:
+    def fill(a: str) -> str:
+        for k, v in places.items():
+            a = a.replace("{" + k + "}", v)
+        return a
+
+    base = [] if case.get("bare") else TABLE["base"]
+    return ["run", "--quiet", "--out", places["out"], *base, *map(fill, case["args"])]
+
+
+def invoke(args: list[str], in_subprocess: bool) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of ``amc <args>``."""
+    if in_subprocess:
+        p = subprocess.run([sys.executable, "-m", "amc", *args], capture_output=True, text=True,
+                           timeout=600, env={**os.environ, "PYTHONPATH": str(REPO)})
+        return p.returncode, p.stdout, p.stderr
+    r = runner.invoke(app, args)
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_the_table_is_large_and_covers_every_flag() -> None:
+    refused, accepted = TABLE["refused"], TABLE["accepted"]
+    assert len(refused) + len(accepted) >= 100 and len(accepted) >= 15
+    assert sum(bool(c.get("subprocess")) for c in refused) >= 3
+    flags = {"--config", "--section", "--set", "--env", "--prior", "--model", "--value",
+             "--methods", "--particles", "--steps", "--beta", "--resample", "--resample-steps",
+             "--ess-threshold", "--resampler", "--split", "--max-tasks", "--seeds", "--out"}
+    assert flags <= {c["names"] for c in refused}
+
+
+@pytest.mark.parametrize("case", TABLE["refused"], ids=_id)
+def test_a_bad_input_is_one_error_line_and_exit_2_before_any_work(case, places) -> None:
+    code, stdout, stderr = invoke(argv(case, places), bool(case.get("subprocess")))
+    lines = [x for x in stderr.splitlines() if x.strip()]
+    assert code == 2, (code, stdout, stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    assert case["names"] in lines[0] and case.get("says", "") in lines[0], lines[0]
+    assert "Traceback" not in stdout + stderr
+    assert not Path(places["out"]).exists()  # refused before the output folder is made
+    assert list(Path.cwd().iterdir()) == []  # no runs/, no mlruns/, no .cache/
+
+
+@pytest.mark.parametrize("case", TABLE["accepted"], ids=_id)
+def test_an_accepted_input_runs(case, places) -> None:
+    code, stdout, stderr = invoke(argv(case, places), bool(case.get("subprocess")))
+    assert code == 0, (stdout, stderr)
+    assert "error:" not in stderr
+    if "writes" in case:
+        folder = Path(argv({"args": [case["writes"]], "bare": True}, places)[-1])
+        assert (folder / "summary.json").is_file() and any(folder.glob("*__seed0.jsonl"))
+
+
+def test_the_readme_lists_the_exit_codes_the_cli_uses() -> None:
+    text = (REPO / "README.md").read_text()
+    section = text.split("### Errors and exit codes", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip() for line in section.splitlines()
+            if line.startswith("| ") and line.split("|")[1].strip().isdigit()]
+    assert rows == ["0", "1", "2", "130"]
