@@ -54,7 +54,7 @@ def typed_values(**flags: Any) -> dict[str, Any]:
                 raise FlagError(flag, "empty path")
             v = Path(v)  # a typed path: '#x' is a folder name, not a YAML comment
         if v is not None:
-            out["--particles" if name == "particles" else flag] = v
+            out[flag] = v
     return out
 
 
