@@ -14,6 +14,7 @@ Nothing is written before these checks pass.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -83,13 +84,14 @@ def integers(flag: str, value: str | None, least: int) -> list[int] | None:
 
 
 def value_settings(value: str | None) -> dict[str, Any]:
-    """``--value``: a registry name, a ``models:/`` URI or model folder (the in-process
-    ``learned`` value), or a served head's ``http(s)://.../invocations`` (the ``remote`` value)."""
+    """``--value``: a registry name, a model URI (``models:/``, ``runs:/``...) or folder (the
+    in-process ``learned`` value), or a served head's ``http(s)://.../invocations`` (the
+    ``remote`` value)."""
     if value is None:
         return {}
     if value.startswith(("http://", "https://")):
         return {"value.name": "remote", "value.options": {"url": value}}
-    if value.startswith("models:/") or Path(value).exists():
+    if re.match(r"^[A-Za-z][\w+.-]+:/", value) or Path(value).exists():  # models:/, runs:/...
         return {"value.name": "learned", "value.options": {"model": value}}
     if "/" in value or value.startswith("."):
         raise FlagError("--value", f"no model folder {value} (and not a value name, models:/ "

@@ -62,6 +62,7 @@ def test_value_flag_maps_urls_uris_and_names(tmp_path):
     url = "http://127.0.0.1:5999/invocations"
     assert value_settings(url) == {"value.name": "remote", "value.options": {"url": url}}
     assert value_settings("models:/amc-value-textcraft@champion")["value.name"] == "learned"
+    assert value_settings("runs:/0123/model")["value.options"] == {"model": "runs:/0123/model"}
     assert value_settings(str(tmp_path)) == {"value.name": "learned",
                                              "value.options": {"model": str(tmp_path)}}
     assert value_settings("exact") == {"value.name": "exact"}
