@@ -110,6 +110,13 @@ class EvaluateParams(Frozen):
     """Task split to evaluate on."""
     max_tasks: int | None = Field(None, ge=1)
     """Only the first max_tasks tasks of the split (None = all)."""
+    tasks_file: Path | None = None
+    """A declared test set (JSON with ``tasks``, :mod:`amc.pipeline.testset`): evaluate exactly
+    its tasks, in its order (split and max_tasks then do not apply). None: the split."""
+    block_tasks: int | None = Field(None, ge=1)
+    """Paired blocks: run seed by seed, this many tasks at a time, every method on a block
+    before the next, so an evaluation stopped midway leaves paired results (None: method by
+    method over all tasks, the runner's order)."""
     methods: tuple[Literal["react", "bon", "smc", "amc"], ...] = ("react", "bon", "smc", "amc")
     """react (N=1), bon (Best-of-N), smc (zero-shot value), amc (SMC + learned challenger)."""
     n_grid: tuple[int, ...] = (2, 4, 8)
