@@ -141,22 +141,36 @@ def sign_flip_p(d: Iterable[float] | np.ndarray, *, null: float = 0.0,
     with a seeded generator, never below the exact test's resolution.
     """
     x = np.asarray(list(d) if not isinstance(d, np.ndarray) else d, dtype=np.float64) - null
-    if alternative not in ("two-sided", "greater"):
-        raise ValueError(f"alternative must be two-sided or greater, not {alternative!r}")
     if not np.all(np.isfinite(x)):
         raise ValueError("sign-flip p of non-finite differences")
     x = x[np.abs(x) > 1e-12]
     if x.size == 0:
+        _check_alternative(alternative)
         return 1.0
     signs, exact = flips(int(x.size), exact_max=exact_max, n_resamples=n_resamples, seed=seed)
-    stat = signs @ x
-    obs = float(x.sum())
-    tol = 1e-9 * max(1.0, float(np.abs(x).sum()))
-    hits = (np.abs(stat) >= abs(obs) - tol) if alternative == "two-sided" else \
+    return float(sign_flip_p_many(x[None, :], signs, exact, alternative=alternative)[0])
+
+
+def sign_flip_p_many(x: np.ndarray, signs: np.ndarray, exact: bool, *,
+                     alternative: str = "two-sided") -> np.ndarray:
+    """Vectorised :func:`sign_flip_p` of each row of ``x`` (already centred on the null), with
+    the sign assignments ``signs`` of :func:`flips` (shared by the rows). Zeros may stay in a
+    row: a flipped zero is zero (the enumeration then counts each assignment twice, which
+    leaves the exact share unchanged)."""
+    _check_alternative(alternative)
+    stat = x @ signs.T  # (rows, assignments)
+    obs = x.sum(axis=1, keepdims=True)
+    tol = 1e-9 * np.maximum(1.0, np.abs(x).sum(axis=1, keepdims=True))
+    hits = (np.abs(stat) >= np.abs(obs) - tol) if alternative == "two-sided" else \
         (stat >= obs - tol)
     if exact:
-        return float(hits.mean())
-    return float((1 + hits.sum()) / (1 + hits.size))
+        return hits.mean(axis=1)
+    return (1 + hits.sum(axis=1)) / (1 + hits.shape[1])
+
+
+def _check_alternative(alternative: str) -> None:
+    if alternative not in ("two-sided", "greater"):
+        raise ValueError(f"alternative must be two-sided or greater, not {alternative!r}")
 
 
 def t_power(effect: float, sd: float, n: int, *, level: float = 0.05,

@@ -170,6 +170,18 @@ class PromoteParams(Frozen):
     """One-sided test level: a challenger that is not better gets promoted at most this often."""
     min_effect: float = Field(0.0, ge=0)
     """Minimum mean paired improvement of the metric worth a promotion (metric units)."""
+    reuse: Literal["spend", "fixed"] = "spend"
+    """Frozen-set reuse over rounds. spend: the k-th decision on one frozen set is tested at
+    level / (k (k + 1)), so over the set's whole life a not-better challenger is promoted at
+    most ``level`` of the time (cost: later decisions need larger gains); fixed: every
+    decision at ``level`` (each round's false promotions add up)."""
+    power: float = Field(0.8, gt=0, lt=1)
+    """Power at which the decision's minimum detectable effect (mde) is recorded."""
+    target_mde: float | None = Field(None, gt=0)
+    """The per-task improvement the frozen set is sized to detect at the level and ``power``:
+    the decision records the tasks this needs at the observed per-task sd (the cost: each
+    gate runs challenger and champion on tasks x seeds) and says when the set is smaller.
+    None: not checked."""
     max_token_increase: float = Field(0.25, ge=0)
     """Guard: veto when tokens per task exceed (1 + this) x the champion's."""
     max_calibration_increase: float = Field(0.05, ge=0)
