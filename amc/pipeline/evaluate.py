@@ -275,7 +275,8 @@ def paired_to_bon(methods: dict[str, dict[str, Any]], results: dict[str, list[Ta
             d = paired_difference({x: v.get(k, math.nan) for x, v in a.items()},
                                   {x: v.get(k, math.nan) for x, v in b.items()})
             row.update({"runs": d.pairs, "tasks": d.tasks, k: _num(d.mean),
-                        k + "_se": _num(d.se), k + "_lo": _num(d.lo), k + "_hi": _num(d.hi)})
+                        k + "_se": _num(d.se), k + "_lo": _num(d.lo), k + "_hi": _num(d.hi),
+                        k + "_p": _num(d.p)})
         out[spec] = row
     return out
 
