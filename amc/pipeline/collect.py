@@ -71,7 +71,8 @@ def run_config(p: PipelineParams, out_dir: Path | None = None,
 def allowed_tasks(p: PipelineParams) -> list[str] | None:
     """The split's tasks minus those a declared test set reserves (after max_tasks), or None
     when no declaration applies (the runner then takes the split as it is)."""
-    opts = ENVIRONMENTS.validate(p.env.name, p.env.options).model_dump(mode="json")
+    valid = ENVIRONMENTS.validate(p.env.name, p.env.options)
+    opts = {} if valid is None else valid.model_dump(mode="json")
     excluded = excluded_tasks(p.env.name, opts)
     if not excluded:
         return None

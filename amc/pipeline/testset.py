@@ -150,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sd = float(np.std(list(diffs.values()), ddof=1))
     n_plan = max(a.min_tasks, stats.tasks_for_power(a.effect, sd))
     pw = power_calculation(list(diffs.values()), effect=a.effect, n_plan=n_plan)
-    opts = ENVIRONMENTS.validate(p.env.name, p.env.options).model_dump(mode="json")
+    valid = ENVIRONMENTS.validate(p.env.name, p.env.options)
+    opts = {} if valid is None else valid.model_dump(mode="json")
     suite = ENVIRONMENTS.build(p.env.name, p.env.options)
     try:
         test, train = suite.task_ids("test"), suite.task_ids("train")
