@@ -35,7 +35,13 @@ def test_paired_difference_pairs_by_task_and_seed():
     a = {k: v + 0.1 for k, v in base.items()}
     d = paired_difference(a, base)
     assert d.mean == pytest.approx(0.1) and d.se == pytest.approx(0.0, abs=1e-12)
-    assert d.pairs == 6 and d.tasks == 3 and d.separates
+    assert d.pairs == 6 and d.tasks == 3 and d.interval_excludes_zero
+    # ... but 3 tasks all better have exact sign-flip p = 2/8: the tests disagree, no
+    # separation claimed (issue 31: the t interval is anti-conservative with few tasks)
+    assert d.p == pytest.approx(0.25) and not d.separates
+    many = {(f"t{i}", s): 0.1 * i + 0.05 * s for i in range(8) for s in (0, 1)}
+    better = paired_difference({k: v + 0.1 for k, v in many.items()}, many)
+    assert better.p == pytest.approx(2 / 256) and better.separates
     # unpaired, the s.e. would be ~ sqrt(2) * sd(task means) / sqrt(3) ~ 0.2: no separation
     shuffled = dict(zip(sorted(a), [a[k] for k in sorted(a)][::-1], strict=True))
     assert not paired_difference(shuffled, base).separates
@@ -55,6 +61,7 @@ def test_paired_interval_is_a_t_interval_over_task_means_of_the_differences():
     assert (d.lo, d.hi) == (pytest.approx(d.mean - half), pytest.approx(d.mean + half))
     assert t_quantile(0.975, 2) == pytest.approx(4.302652729911275)
     assert not d.separates
+    assert d.p == pytest.approx(1.0)  # +0.5, +0.5, -0.5: every sign pattern is as extreme
 
 
 def test_paired_difference_with_one_task_or_none_has_no_interval():

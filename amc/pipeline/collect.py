@@ -16,7 +16,8 @@ collection, recorded as an MLflow run of experiment ``amc-collect`` that lasts a
 collection did. With ``rounds.enabled`` it first opens (or resumes) the round and collects into
 the round's own directory with the round's fresh seeds (:mod:`amc.pipeline.rounds`). The
 configuration is validated before any stale file is deleted, so a bad override never costs
-finished rollouts.
+finished rollouts. Tasks that a declared test set reserves (:mod:`amc.pipeline.testset`) are
+never collected: they are left out of the split before ``max_tasks`` applies.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from amc.config import RunConfig, config_hash
 from amc.pipeline import rounds
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, check_components, stage_main
+from amc.pipeline.testset import excluded_tasks
 from amc.registry import ENVIRONMENTS
 from amc.results import read_jsonl, results_path, write_json_atomic, write_jsonl_atomic
 from amc.runner import _method_run_config, resolve_methods, run_methods, task_list
@@ -53,14 +55,33 @@ class CollectResult:
 
 def run_config(p: PipelineParams, out_dir: Path | None = None,
                task_ids: Sequence[str] | None = None) -> RunConfig:
-    """The runner configuration of the collect stage (Best-of-G on the train split)."""
+    """The runner configuration of the collect stage (Best-of-G on the train split, less the
+    tasks of declared test sets: :func:`allowed_tasks`)."""
     c = p.collect
+    if task_ids is None:
+        task_ids = allowed_tasks(p)
     return RunConfig(
         env=p.env, prior=p.prior, smc=p.smc.model_copy(update={"resample": "never"}),
         methods=(f"bon@{c.rollouts}",), split=c.split, max_tasks=c.max_tasks,
         task_ids=tuple(task_ids) if task_ids is not None else None, seeds=c.seeds,
         max_concurrent_tasks=c.max_concurrent_tasks,
         max_concurrent_particles=c.max_concurrent_particles, out_dir=out_dir or c.out_dir)
+
+
+def allowed_tasks(p: PipelineParams) -> list[str] | None:
+    """The split's tasks minus those a declared test set reserves (after max_tasks), or None
+    when no declaration applies (the runner then takes the split as it is)."""
+    valid = ENVIRONMENTS.validate(p.env.name, p.env.options)
+    opts = {} if valid is None else valid.model_dump(mode="json")
+    excluded = excluded_tasks(p.env.name, opts)
+    if not excluded:
+        return None
+    suite = ENVIRONMENTS.build(p.env.name, p.env.options)
+    try:
+        ids = [t for t in suite.task_ids(p.collect.split) if t not in excluded]
+    finally:
+        suite.close()
+    return ids[: p.collect.max_tasks] if p.collect.max_tasks else ids
 
 
 def drop_stale(cfg: RunConfig) -> list[Path]:

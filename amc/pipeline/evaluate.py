@@ -117,7 +117,8 @@ def plan(p: PipelineParams) -> dict[str, Any]:
             models["champion"] = {"version": champ, "uri": f"models:/{name}/{champ}"}
     suite = ENVIRONMENTS.build(p.env.name, p.env.options)
     try:
-        tasks = task_list(RunConfig(env=p.env, split=e.split, max_tasks=e.max_tasks), suite)
+        tasks = task_list(RunConfig(env=p.env, split=e.split, max_tasks=e.max_tasks), suite) \
+            if e.tasks_file is None else declared_tasks(e.tasks_file)
     finally:
         suite.close()
     if not tasks:
@@ -127,6 +128,16 @@ def plan(p: PipelineParams) -> dict[str, Any]:
            "methods": [{"spec": s, "role": r, "n": n} for s, r, n in specs]}
     write_json_atomic(e.out_dir / PLAN, out)
     return out
+
+
+def declared_tasks(path: Path) -> list[str]:
+    """The task ids of a declared test set (clear error when the file is not one)."""
+    try:
+        tasks = json.loads(Path(path).read_text())["tasks"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"evaluate.tasks_file {path}: not a test-set declaration ({err})"
+                         ) from err
+    return [str(t) for t in tasks]
 
 
 def load_plan(p: PipelineParams) -> dict[str, Any]:
@@ -168,13 +179,24 @@ def evaluate(p: PipelineParams, *, progress: bool = True) -> dict[str, Any]:
     cfg = run_config(p, pl)
     drop_stale(cfg)
     try:
-        asyncio.run(run_methods(cfg, progress=progress))
+        for block in blocks(cfg, p.evaluate.block_tasks):
+            asyncio.run(run_methods(block, progress=progress))
     except BaseException as err:  # also Ctrl-C: the sitting's time still counts
         record_session(p.evaluate.out_dir, started, "failed")
         finalize(p, error=f"{type(err).__name__}: {err}")
         raise
     record_session(p.evaluate.out_dir, started, "finished")
     return finalize(p)
+
+
+def blocks(cfg: RunConfig, k: int | None) -> list[RunConfig]:
+    """The evaluation's runs in order: ``cfg`` itself, or with ``k`` (``block_tasks``) one run
+    per (seed, block of k tasks), every method in each (finished tasks are skipped: resume)."""
+    if k is None:
+        return [cfg]
+    tasks = list(cfg.task_ids or ())
+    return [cfg.model_copy(update={"seeds": (s,), "task_ids": tuple(tasks[i:i + k])})
+            for s in cfg.seeds for i in range(0, len(tasks), k)]
 
 
 def check_model_env(p: PipelineParams, name: str, version: str) -> None:
@@ -253,7 +275,8 @@ def paired_to_bon(methods: dict[str, dict[str, Any]], results: dict[str, list[Ta
             d = paired_difference({x: v.get(k, math.nan) for x, v in a.items()},
                                   {x: v.get(k, math.nan) for x, v in b.items()})
             row.update({"runs": d.pairs, "tasks": d.tasks, k: _num(d.mean),
-                        k + "_se": _num(d.se), k + "_lo": _num(d.lo), k + "_hi": _num(d.hi)})
+                        k + "_se": _num(d.se), k + "_lo": _num(d.lo), k + "_hi": _num(d.hi),
+                        k + "_p": _num(d.p)})
         out[spec] = row
     return out
 

@@ -1,16 +1,32 @@
 """Pure statistics of the promotion gate and the drift monitor (no I/O, no registry).
 
 Gate. The challenger and the champion run the same frozen evaluation set: every (task, seed)
-gives one paired difference ``d_i = challenger_i - champion_i`` of the gate's metric. The
-question is one-sided: is the challenger better by *more than* a minimum effect ``delta_min``?
+gives one paired difference ``d = challenger - champion`` of the gate's metric. Seeds of one
+task share the task, so they are not independent: the differences are **averaged within each
+task** and the test runs over tasks (:func:`gate_test`). The question is one-sided: is the
+challenger better by *more than* a minimum effect ``delta_min``?
 
-    H0: E[d] <= delta_min        H1: E[d] > delta_min
+    H0: E[d_task] <= delta_min        H1: E[d_task] > delta_min
 
-tested with the paired Student t statistic ``t = (mean(d) - delta_min) / se(d)`` on ``n - 1``
-degrees of freedom. The challenger passes when ``p < level``, equivalently when the one-sided
-lower confidence bound ``mean(d) - t_{1-level, n-1} * se(d)`` exceeds ``delta_min``. Requiring
-a minimum effect (not just ``mean(d) > 0``) keeps noise-level "improvements" from churning the
-champion; the level bounds how often a challenger that is *not* better gets promoted.
+The p-value is the **sign-flip** (paired permutation) p of the per-task differences minus
+``delta_min`` (:func:`amc.stats.sign_flip_p`: exact enumeration up to 16 nonzero tasks, seeded
+Monte Carlo beyond), so the level holds with few tasks where the t approximation does not; the
+one-sided t lower bound ``mean - t_{1-level, n-1} se`` is recorded beside it. The challenger
+passes when ``p < level``. Counting (task, seed) pairs as independent (the old
+:func:`paired_test` on pairs) promotes a not-better challenger about twice as often as the
+level when tasks differ in how the challenger fares on them (tests/pipeline/test_gate_stats.py).
+
+The gate also records its **minimum detectable effect** (:func:`amc.stats.mde`): the mean
+per-task improvement it detects with 80% power at its level, given the per-task sd it saw and
+its number of tasks. ``promote.target_mde`` sizes the frozen set: the tasks needed to detect
+that effect (:func:`amc.stats.tasks_for_power`) are recorded, and a gate on fewer says so.
+
+Reuse over rounds (:func:`reuse_level`): every round's challenger meets the same frozen set,
+so its false promotions add up over rounds. The k-th decision on one frozen set is tested at
+``level / (k (k + 1))`` (alpha spending): the chance that *any* not-better challenger is ever
+promoted on that set stays below ``level`` (the sum over k is ``level``), at the cost of power
+in later rounds (the second decision runs at level/6, the third at level/12). A fresh frozen
+set restarts the count.
 
 Guards veto a challenger whatever its primary metric: it may not spend more than
 ``1 + max_token_increase`` times the champion's tokens per task, nor be worse calibrated (mean
@@ -32,6 +48,8 @@ from typing import Any
 
 import numpy as np
 from scipy import stats
+
+from amc import stats as tstats
 
 
 @dataclass(frozen=True)
@@ -66,8 +84,7 @@ def paired_test(diffs: Sequence[float], *, min_effect: float, level: float) -> P
     if n < 2:
         mean = float(d.mean()) if n else math.nan
         return PairedTest(n, mean, math.nan, 1.0, -math.inf, False)
-    mean = float(d.mean())
-    se = float(d.std(ddof=1) / math.sqrt(n))
+    mean, se = tstats.mean_se(d)
     if se == 0.0:
         better = mean > min_effect
         return PairedTest(n, mean, 0.0, 0.0 if better else 1.0, mean, better)
@@ -75,6 +92,83 @@ def paired_test(diffs: Sequence[float], *, min_effect: float, level: float) -> P
     p = float(stats.t.sf(t, df=n - 1))
     lower = mean - float(stats.t.ppf(1.0 - level, df=n - 1)) * se
     return PairedTest(n, mean, se, p, lower, p < level)
+
+
+@dataclass(frozen=True)
+class GateTest:
+    """Outcome of the gate's test over tasks (metric units; p unitless)."""
+
+    tasks: int
+    mean: float
+    """Mean over tasks of the per-task (seed-averaged) differences."""
+    se: float
+    """Its standard error over tasks (:func:`amc.stats.mean_se`)."""
+    p_value: float
+    """One-sided sign-flip p of mean > min_effect (the decision's p)."""
+    exact: bool
+    """Whether p enumerated every sign assignment (else seeded Monte Carlo)."""
+    t_p_value: float
+    """One-sided t p of the same hypothesis (recorded beside the exact p)."""
+    lower_bound: float
+    """One-sided (1 - level) t lower confidence bound of the mean."""
+    mde: float
+    """Minimum detectable effect at the level and ``power`` for this many tasks and the
+    observed per-task sd (NaN below two tasks or at sd 0)."""
+    level: float
+    passes: bool
+    """p_value < level."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def gate_test(per_task: Sequence[float], *, min_effect: float, level: float,
+              power: float = 0.8, seed: int = 0) -> GateTest:
+    """The gate's one-sided test of ``E[d_task] > min_effect`` over tasks (module docstring).
+
+    ``per_task``: one seed-averaged difference per task. Fewer than two tasks never pass.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    d = np.asarray(per_task, dtype=float)
+    if d.ndim != 1 or not np.all(np.isfinite(d)):
+        raise ValueError("per-task differences must be a finite 1-d sequence")
+    n = int(d.size)
+    mean, se = tstats.mean_se(d)
+    if n < 2:
+        return GateTest(n, mean, se, 1.0, True, 1.0, -math.inf, math.nan, level, False)
+    k = int(np.count_nonzero(np.abs(d - min_effect) > 1e-12))
+    p = tstats.sign_flip_p(d, null=min_effect, alternative="greater", seed=seed)
+    if se > 0:
+        t_p = float(stats.t.sf((mean - min_effect) / se, df=n - 1))
+        lower = mean - float(stats.t.ppf(1.0 - level, df=n - 1)) * se
+    else:
+        t_p, lower = (0.0 if mean > min_effect else 1.0), mean
+    sd = float(d.std(ddof=1))
+    mde = tstats.mde(sd, n, level=level, power=power, alternative="greater")
+    return GateTest(n, mean, se, p, k <= tstats.EXACT_MAX, t_p, lower, mde, level,
+                    bool(p < level))
+
+
+def gate_passes_many(per_task: np.ndarray, *, min_effect: float, level: float,
+                     seed: int = 0, n_resamples: int = 2000) -> np.ndarray:
+    """:func:`gate_test`'s decision for each row of ``per_task`` (gates x tasks), vectorised
+    for simulation (the sign assignments are shared by the rows)."""
+    x = np.asarray(per_task, dtype=float) - min_effect
+    signs, exact = tstats.flips(x.shape[1], n_resamples=n_resamples, seed=seed)
+    return tstats.sign_flip_p_many(x, signs, exact, alternative="greater") < level
+
+
+def reuse_level(level: float, k: int) -> float:
+    """The level of the k-th decision (k >= 1) on one frozen set: ``level / (k (k + 1))``."""
+    if k < 1:
+        raise ValueError(f"decision number k must be >= 1, got {k}")
+    return level / (k * (k + 1))
+
+
+def task_differences(rows: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """Per task, the mean of its (task, difference) rows (seeds averaged within a task)."""
+    return tstats.task_means(rows)
 
 
 def guard_vetoes(challenger: Mapping[str, float | None], champion: Mapping[str, float | None],

@@ -110,6 +110,13 @@ class EvaluateParams(Frozen):
     """Task split to evaluate on."""
     max_tasks: int | None = Field(None, ge=1)
     """Only the first max_tasks tasks of the split (None = all)."""
+    tasks_file: Path | None = None
+    """A declared test set (JSON with ``tasks``, :mod:`amc.pipeline.testset`): evaluate exactly
+    its tasks, in its order (split and max_tasks then do not apply). None: the split."""
+    block_tasks: int | None = Field(None, ge=1)
+    """Paired blocks: run seed by seed, this many tasks at a time, every method on a block
+    before the next, so an evaluation stopped midway leaves paired results (None: method by
+    method over all tasks, the runner's order)."""
     methods: tuple[Literal["react", "bon", "smc", "amc"], ...] = ("react", "bon", "smc", "amc")
     """react (N=1), bon (Best-of-N), smc (zero-shot value), amc (SMC + learned challenger)."""
     n_grid: tuple[int, ...] = (2, 4, 8)
@@ -163,6 +170,18 @@ class PromoteParams(Frozen):
     """One-sided test level: a challenger that is not better gets promoted at most this often."""
     min_effect: float = Field(0.0, ge=0)
     """Minimum mean paired improvement of the metric worth a promotion (metric units)."""
+    reuse: Literal["spend", "fixed"] = "spend"
+    """Frozen-set reuse over rounds. spend: the k-th decision on one frozen set is tested at
+    level / (k (k + 1)), so over the set's whole life a not-better challenger is promoted at
+    most ``level`` of the time (cost: later decisions need larger gains); fixed: every
+    decision at ``level`` (each round's false promotions add up)."""
+    power: float = Field(0.8, gt=0, lt=1)
+    """Power at which the decision's minimum detectable effect (mde) is recorded."""
+    target_mde: float | None = Field(None, gt=0)
+    """The per-task improvement the frozen set is sized to detect at the level and ``power``:
+    the decision records the tasks this needs at the observed per-task sd (the cost: each
+    gate runs challenger and champion on tasks x seeds) and says when the set is smaller.
+    None: not checked."""
     max_token_increase: float = Field(0.25, ge=0)
     """Guard: veto when tokens per task exceed (1 + this) x the champion's."""
     max_calibration_increase: float = Field(0.05, ge=0)

@@ -4,9 +4,11 @@ Both models run the *same* evaluation (``<evaluate.out_dir>/evaluation.json`` an
 same tasks, N and seeds). The first gated evaluation freezes its (tasks, seeds) into
 ``promote.frozen_set``; an evaluation on any other set is refused, so every decision of a model's
 history is measured on the same ground. With the paired differences d = challenger - champion of
-``promote.metric`` over every (task, seed) at N = ``promote.n`` (default: the largest N), the
-challenger is promoted when the one-sided paired t test of ``E[d] > promote.min_effect`` passes
-at ``promote.level`` (:mod:`amc.pipeline.gate_stats`) and no guard vetoes it: tokens per task
+``promote.metric`` over every (task, seed) at N = ``promote.n`` (default: the largest N),
+averaged within each task, the challenger is promoted when the one-sided sign-flip test over
+tasks of ``E[d] > promote.min_effect`` passes (:func:`amc.pipeline.gate_stats.gate_test`) at
+the decision's level -- ``promote.level``, spent over the frozen set's decisions with
+``promote.reuse = spend`` (the set's file counts them) -- and no guard vetoes it: tokens per task
 (``promote.max_token_increase``) and the value's calibration error on the evaluation's prior
 rollouts (``promote.max_calibration_increase``). With no champion yet the challenger is promoted.
 A champion that the drift monitor marked (tag ``drift.status = drift``) only needs to be
@@ -23,68 +25,51 @@ run (experiment ``amc-promote``) with the decision as an artifact.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import math
 import time
-from pathlib import Path
 from typing import Any
 
 from amc.pipeline.evaluate import load_plan, load_record, load_results, resolve_alias
+from amc.pipeline.frozen_set import check_frozen, count_decision, eval_set, frozen_decisions
 from amc.pipeline.gate_stats import (
     calibration_bias,
     calibration_mae,
+    gate_test,
     guard_vetoes,
-    paired_test,
+    reuse_level,
+    task_differences,
 )
 from amc.pipeline.lineage import annotate_version
 from amc.pipeline.params import PipelineParams, stage_main
 from amc.pipeline.rounds import active_round, finish_round
 from amc.results import write_json_atomic
 from amc.smc.records import TaskResult
-from amc.smc.scoring import mean_and_se
+from amc.stats import mean_se, tasks_for_power
 from amc.types import History
 
 
 def _paired(results: dict[str, list[Any]], a: str, b: str, seeds: list[int], metric: str
-            ) -> list[float]:
+            ) -> list[tuple[str, float]]:
+    """(task, a - b) of every (task, seed) both ran."""
     diffs = []
     for s in seeds:
         rb = {r.task_id: r for r in results.get(f"{b}#{s}", [])}
         for r in results.get(f"{a}#{s}", []):
             if r.task_id in rb:
-                diffs.append(float(r.metrics[metric]) - float(rb[r.task_id].metrics[metric]))
+                diffs.append((str(r.task_id),
+                              float(r.metrics[metric]) - float(rb[r.task_id].metrics[metric])))
     return diffs
-
-
-def eval_set(env: str, split: str, tasks: list[str], seeds: list[int]) -> dict[str, Any]:
-    """The evaluation set as a record, with a digest that identifies it."""
-    body = {"env": env, "split": split, "tasks": [str(t) for t in tasks],
-            "seeds": [int(s) for s in seeds]}
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
-    return {**body, "digest": digest}
-
-
-def check_frozen(path: Path, current: dict[str, Any]) -> str | None:
-    """Freeze ``current`` when nothing is frozen yet; the refusal reason when it differs."""
-    if not path.is_file():
-        write_json_atomic(path, {**current, "frozen_at": time.strftime(
-            "%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-        return None
-    frozen = json.loads(path.read_text())
-    if frozen.get("digest") != current["digest"]:
-        return (f"evaluation set {current['digest']} ({len(current['tasks'])} tasks, seeds "
-                f"{current['seeds']}) is not the frozen set {frozen.get('digest')} of {path}")
-    return None
 
 
 def decide(p: PipelineParams, eval_json: dict[str, Any], results: dict[str, list[Any]],
            current: dict[str, str | None], guards: dict[str, dict[str, Any]] | None = None,
-           set_refusal: str | None = None, champion_drifted: bool = False) -> dict[str, Any]:
+           set_refusal: str | None = None, champion_drifted: bool = False,
+           decisions_before: int = 0) -> dict[str, Any]:
     """The promotion decision (pure: no registry writes). ``current`` = aliases now;
     ``guards`` = per role (challenger/champion) tokens_per_task and calibration_mae;
     ``set_refusal`` = why the evaluation set is not the frozen one (None: it is);
-    ``champion_drifted`` = the drift monitor marked the champion (see :func:`_test_and_guard`)."""
+    ``champion_drifted`` = the drift monitor marked the champion (see :func:`_test_and_guard`);
+    ``decisions_before`` = tested decisions already made on the frozen set (reuse rule)."""
     g = p.promote
     models = eval_json.get("models") or {}
     chal, champ = models.get("challenger"), models.get("champion")
@@ -94,7 +79,12 @@ def decide(p: PipelineParams, eval_json: dict[str, Any], results: dict[str, list
         "challenger_version": chal and chal.get("version"),
         "champion_version": champ and champ.get("version"),
         "eval_status": eval_json.get("status"), "level": g.level, "min_effect": g.min_effect,
-        "delta": None, "se": None, "p_value": None, "lower_bound": None,
+        "decision_number": decisions_before + 1, "reuse": g.reuse,
+        "decision_level": reuse_level(g.level, decisions_before + 1) if g.reuse == "spend"
+        else g.level,
+        "delta": None, "se": None, "p_value": None, "t_p_value": None, "exact": None,
+        "lower_bound": None, "mde": None, "power": g.power, "target_mde": g.target_mde,
+        "tasks_needed": None, "n_tasks": 0,
         "oracle_delta": None, "oracle_se": None, "n_pairs": 0,
         "challenger_mean": None, "champion_mean": None, "guards": guards or {}, "vetoes": [],
         "champion_drifted": champion_drifted,
@@ -156,15 +146,26 @@ def _test_and_guard(p: PipelineParams, d: dict[str, Any], results: dict[str, lis
     diffs = _paired(results, a, b, seeds, g.metric)
     if not diffs:
         return {**d, "reason": "no paired (task, seed) results of challenger and champion"}
-    oracle = _paired(results, a, b, seeds, "oracle_best")
-    d["oracle_delta"], d["oracle_se"] = mean_and_se(oracle)
-    t = paired_test(diffs, min_effect=g.min_effect, level=g.level)
-    d.update(delta=t.mean, se=t.se, p_value=t.p_value, lower_bound=t.lower_bound,
-             n_pairs=t.n)
+    oracle = task_differences(_paired(results, a, b, seeds, "oracle_best"))
+    d["oracle_delta"], d["oracle_se"] = mean_se(list(oracle.values()))
+    per_task = task_differences(diffs)
+    level = float(d["decision_level"])
+    t = gate_test(list(per_task.values()), min_effect=g.min_effect, level=level, power=g.power)
+    d.update(delta=t.mean, se=t.se, p_value=t.p_value, t_p_value=t.t_p_value, exact=t.exact,
+             lower_bound=t.lower_bound, mde=t.mde, n_pairs=len(diffs), n_tasks=t.tasks)
+    sd = t.se * math.sqrt(t.tasks) if t.tasks > 1 else math.nan
+    if g.target_mde is not None and sd > 0:
+        d["tasks_needed"] = tasks_for_power(g.target_mde, sd, level=level, power=g.power,
+                                            alternative="greater")
+    small = "" if d["tasks_needed"] is None or t.tasks >= d["tasks_needed"] else (
+        f"; the frozen set's {t.tasks} tasks are fewer than the {d['tasks_needed']} that "
+        f"detect {g.target_mde:g} with {g.power:.0%} power")
+    where = (f"{t.tasks} tasks, {len(diffs)} pairs, decision {d['decision_number']} on this "
+             f"set at level {level:.3g}, mde {t.mde:.3g}")
     if not t.passes:
         return {**d, "reason": (
-            f"{g.metric} change {t.mean:+.4f} (s.e. {t.se:.4f}, {t.n} pairs) is not above "
-            f"{g.min_effect:g} at level {g.level:g} (p={t.p_value:.3g}): keep v{champ_now}")}
+            f"{g.metric} change {t.mean:+.4f} (s.e. {t.se:.4f}; {where}) is not above "
+            f"{g.min_effect:g} (sign-flip p={t.p_value:.3g}){small}: keep v{champ_now}")}
     guards = d["guards"]
     d["vetoes"] = guard_vetoes(guards.get("challenger", {}), guards.get("champion", {}),
                                max_token_increase=g.max_token_increase,
@@ -172,8 +173,8 @@ def _test_and_guard(p: PipelineParams, d: dict[str, Any], results: dict[str, lis
     if d["vetoes"]:
         return {**d, "reason": f"vetoed by guard: {'; '.join(d['vetoes'])}: keep v{champ_now}"}
     return {**d, "promote": True, "reason": (
-        f"{g.metric} +{t.mean:.4f} > {g.min_effect:g} at level {g.level:g} "
-        f"(p={t.p_value:.3g}, lower bound {t.lower_bound:+.4f}, {t.n} pairs)")}
+        f"{g.metric} +{t.mean:.4f} > {g.min_effect:g} (sign-flip p={t.p_value:.3g}, t lower "
+        f"bound {t.lower_bound:+.4f}; {where}){small}")}
 
 
 def prior_states(results: dict[str, list[TaskResult]], specs: list[str], limit: int, seed: int
@@ -262,8 +263,9 @@ def current_aliases(p: PipelineParams, name: str | None) -> dict[str, str | None
 
 
 _ROWS = ("model", "challenger_version", "champion_version", "eval_status", "eval_set", "metric",
-         "n", "level", "min_effect", "challenger_mean", "champion_mean", "delta", "se",
-         "p_value", "lower_bound", "oracle_delta", "oracle_se", "n_pairs")
+         "n", "level", "decision_number", "decision_level", "min_effect", "challenger_mean",
+         "champion_mean", "delta", "se", "p_value", "t_p_value", "exact", "lower_bound", "mde",
+         "tasks_needed", "oracle_delta", "oracle_se", "n_tasks", "n_pairs")
 
 
 def markdown(d: dict[str, Any]) -> str:
@@ -312,7 +314,10 @@ def promote(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
         refusal = check_frozen(p.promote.frozen_set, es)
         guards = measure_guards(p, eval_json, results) if refusal is None else {}
     d = decide(p, eval_json, results, current, guards, refusal,
-               champion_drifted=drifted(name, current.get("champion")))
+               champion_drifted=drifted(name, current.get("champion")),
+               decisions_before=frozen_decisions(p.promote.frozen_set))
+    if d["p_value"] is not None:  # a tested decision spends the frozen set's level
+        count_decision(p.promote.frozen_set)
     d["eval_set"] = es and es["digest"]
     d["decided_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     client = mlflow.MlflowClient() if name else None
@@ -339,8 +344,9 @@ def evidence_tags(d: dict[str, Any]) -> dict[str, str]:
     tags = {"promotion.decision": "promoted" if d["promote"] else "kept",
             "promotion.reason": d["reason"][:500], "promotion.previous_champion":
             str(d["champion_version"]), "promotion.vetoes": "; ".join(d["vetoes"])[:500]}
-    for k in ("metric", "n", "level", "min_effect", "champion_drifted", "delta", "se",
-              "p_value", "lower_bound", "oracle_delta", "n_pairs", "eval_set", "decided_at"):
+    for k in ("metric", "n", "level", "decision_level", "min_effect", "champion_drifted",
+              "delta", "se", "p_value", "t_p_value", "lower_bound", "mde", "oracle_delta",
+              "n_tasks", "n_pairs", "eval_set", "decided_at"):
         tags[f"promotion.{k}"] = str(d.get(k))
     mine = (d.get("guards") or {}).get("challenger") or {}
     for k in ("tokens_per_task", "calibration_mae", "calibration_bias", "success"):
@@ -353,8 +359,9 @@ def evidence_tags(d: dict[str, Any]) -> dict[str, str]:
 def flat_metrics(d: dict[str, Any]) -> dict[str, float | int]:
     """The DVC metrics of a decision: numbers only (absent values are left out)."""
     out: dict[str, float | int] = {"promoted": int(bool(d["promote"])),
-                                   "n_pairs": int(d.get("n_pairs") or 0)}
-    for k in ("delta", "se", "p_value", "lower_bound", "oracle_delta"):
+                                   "n_pairs": int(d.get("n_pairs") or 0),
+                                   "n_tasks": int(d.get("n_tasks") or 0)}
+    for k in ("delta", "se", "p_value", "t_p_value", "lower_bound", "mde", "oracle_delta"):
         if isinstance(d.get(k), (int, float)) and math.isfinite(d[k]):
             out[k] = round(float(d[k]), 4)
     for k in ("challenger_version", "champion_after"):
@@ -377,7 +384,8 @@ def _log_run(p: PipelineParams, d: dict[str, Any], round_: int | None = None) ->
                    inputs=[str(p.evaluate.out_dir)],
                    uri=p.mlflow_uri, tags={"promotion.decision": str(d["promote"]).lower()},
                    round_=round_, detail="promoted" if d["promote"] else "kept"):
-        mlflow.log_metrics({k: float(d[k]) for k in ("delta", "se", "p_value", "lower_bound",
+        mlflow.log_metrics({k: float(d[k]) for k in ("delta", "se", "p_value", "t_p_value",
+                                                     "lower_bound", "mde", "decision_level",
                                                      "oracle_delta", "oracle_se")
                             if isinstance(d.get(k), (int, float)) and math.isfinite(d[k])})
         mlflow.log_metric("promoted", float(d["promote"]))

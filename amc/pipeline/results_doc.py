@@ -7,9 +7,11 @@ reward), the weighted mean and success, tokens and dollars, value calibration, t
 decision), copies the report's plots and the summaries next to the document
 (``<name>-assets/``) and writes tables plus a *reading* computed from the numbers: for every N
 where both exist, AMC versus Best-of-N on the deployable and the oracle metric -- the paired
-difference over (task, seed) with its 95% t interval over tasks, called a win or a loss only
-when the interval excludes 0 (older summaries without intervals: beyond two combined standard
-errors); the learned value versus the zero-shot one; AMC at N versus
+difference over (task, seed) with its 95% t interval over tasks and the exact sign-flip p
+(:func:`amc.stats.sign_flip_p`) beside it, called a win or a loss only when both agree (the
+interval excludes 0 and p < 0.05; a summary without the exact p is never called
+separable; older summaries without intervals: beyond two combined standard errors); the
+learned value versus the zero-shot one; AMC at N versus
 Best-of-N at the largest N; an explicit statement when the prior produced no success at all
 (then there is nothing for resampling to amplify), and when Best-of-N is already at the
 ceiling or does not improve with N (then there is nothing left to gain).
@@ -76,7 +78,8 @@ def _ci(row: Mapping[str, Any], k: str) -> str:
     if _nan(d):
         return "n/a"
     if not _nan(lo) and not _nan(hi):
-        return f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+        p = row.get(k + "_p")
+        return f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]" + ("" if _nan(p) else f", p {p:.2g}")
     return f"{d:+.3f}" + ("" if _nan(se) else f" ± {se:.3f}")
 
 
@@ -87,7 +90,7 @@ def paired_table(paired: Mapping[str, Mapping[str, Any]]) -> str:
     keys = [k for k, _ in METRICS if k != "weighted_mean_reward"]
     labels = dict(METRICS)
     out = ["| method | − baseline | pairs | tasks | " +
-           " | ".join(f"Δ {labels[k]} [95%]" for k in keys) + " |",
+           " | ".join(f"Δ {labels[k]} [95%], exact p" for k in keys) + " |",
            "|" + "---|" * (4 + len(keys))]
     for name, row in paired.items():
         out.append(f"| `{name}` | `{row.get('baseline')}` | {row.get('runs')} | "
@@ -105,17 +108,28 @@ def _compare(a: Mapping[str, Any], b: Mapping[str, Any], k: str) -> tuple[float,
     return d, "not separable (|Δ| ≤ 2 s.e.)" if se > 0 else "equal" if d == 0 else "one run"
 
 
+def interval_verdict(lo: float, hi: float, p: float | None) -> str:
+    """Separable only when the t interval and the exact sign-flip p agree (p < 0.05)."""
+    if not (lo > 0 or hi < 0):
+        return "not separable (95% interval includes 0)"
+    if _nan(p):
+        return "not called separable (the t interval excludes 0; no exact p recorded)"
+    if p is not None and p >= 0.05:
+        return f"not separable (the t interval excludes 0, the exact p = {p:.3g} does not)"
+    return "better" if lo > 0 else "worse"
+
+
 def _paired_line(n: int, label: str, name: str, bname: str, row: Mapping[str, Any],
                  k: str) -> str:
     d, se, lo, hi = (row.get(k + s, math.nan) for s in ("", "_se", "_lo", "_hi"))
     if _nan(d):
         return f"N = {n}, {label}: not measured (no selection value)."
     if not _nan(lo) and not _nan(hi) and se:
-        verdict = ("better" if lo > 0 else "worse") if lo > 0 or hi < 0 else \
-            "not separable (95% interval includes 0)"
+        p = row.get(k + "_p")
+        exact = "" if _nan(p) else f", exact sign-flip p = {p:.3g}"
         return (f"N = {n}, {label}: `{name}` − `{bname}` = {d:+.3f} ± {se:.3f}, 95% interval "
-                f"[{lo:+.3f}, {hi:+.3f}] (paired over {row['runs']} runs on "
-                f"{row.get('tasks', '?')} tasks) → {verdict}.")
+                f"[{lo:+.3f}, {hi:+.3f}]{exact} (paired over {row['runs']} runs on "
+                f"{row.get('tasks', '?')} tasks) → {interval_verdict(lo, hi, p)}.")
     if _nan(se):
         verdict = "one run"
     elif se == 0:

@@ -6,6 +6,7 @@ sentence stating a verdict (goal met or not, where AMC cannot win) is computed f
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,9 @@ from amc.sweeps.select import (
 )
 from amc.sweeps.stats import Paired
 
-HEADER = ("| {f} | value | pairs (tasks) | Best-of-N | AMC | AMC − BoN, oracle [95% CI] | "
-          "max-weight selection | deployable selection | weighted mean | prior calls AMC/BoN |\n"
+HEADER = ("| {f} | value | pairs (tasks) | Best-of-N | AMC | "
+          "AMC − BoN, oracle [95% CI], exact p | max-weight selection | deployable selection | "
+          "weighted mean | prior calls AMC/BoN |\n"
           "|---|---|---|---|---|---|---|---|---|---|")
 CONFIG_KEYS = ("q", "beta", "schedule", "every", "steps", "rho", "n", "slack", "depth", "sharpen",
                "value")
@@ -41,7 +43,10 @@ def _num(x: float | None) -> str:
 
 
 def fmt_diff(p: Paired | None) -> str:
-    return "–" if p is None else f"{p.d.mean:+.3f} [{p.d.lo:+.3f}, {p.d.hi:+.3f}]"
+    if p is None:
+        return "–"
+    exact = "" if math.isnan(p.d.p) else f", p {p.d.p:.2g}"
+    return f"{p.d.mean:+.3f} [{p.d.lo:+.3f}, {p.d.hi:+.3f}]{exact}"
 
 
 def describe(cell: dict[str, Any]) -> str:
@@ -79,8 +84,10 @@ def intro(runs: list[dict[str, Any]]) -> str:
         "these numbers say how the method behaves for a prior of a given skill.\n\n"
         "Columns: AMC − Best-of-N on the paper's oracle best-of-pool success (does any "
         "trajectory succeed), with a 95% interval (paired over (task, seed); seeds averaged "
-        "within a task, Student t over tasks); the max-weight selection (the final weight "
-        "contains R/β, so it uses the reward); the deployable selection (the pool trajectory "
+        "within a task, Student t over tasks) and the exact sign-flip p of the same per-task "
+        "differences beside it (a gain counts only when both agree); the max-weight "
+        "selection (the final weight contains R/β, so it uses the reward); the deployable "
+        "selection (the pool trajectory "
         "the learned V_θ scores highest, the same rule for both methods, no reward read; "
         "measured in the learned-value cells only, – elsewhere); the weighted population "
         "mean; prior calls "
@@ -128,7 +135,8 @@ def sharpen_section(runs: list[dict[str, Any]], plots: Path | None, link: str) -
              "≈ 0 for every p^k ≪ e^{−1/β}, so at β = 0.05 all states with p below e^{−20/k} "
              "look alike (p < 0.29 at k = 16, p < 0.54 at k = 32). "
              "k is chosen on validation like β.\n",
-             "| N | β | split | k | pairs (tasks) | Best-of-N | AMC | AMC − BoN, oracle [95% CI] "
+             "| N | β | split | k | pairs (tasks) | Best-of-N | AMC | "
+             "AMC − BoN, oracle [95% CI], exact p "
              "| deployable selection |", "|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
         p, dep, c = compare(r), deployable(r), r["cell"]
@@ -189,7 +197,8 @@ def learned_cells(runs: list[dict[str, Any]]) -> str:
     if not recs:
         return ""
     lines = ["## Every learned-value cell (validation chooses, test reports)\n",
-             "| split | setting | pairs (tasks) | Best-of-N | AMC | AMC − BoN, oracle [95% CI] "
+             "| split | setting | pairs (tasks) | Best-of-N | AMC | "
+             "AMC − BoN, oracle [95% CI], exact p "
              "| deployable selection |", "|---|---|---|---|---|---|---|"]
     for r in recs:
         p = compare(r)
@@ -222,13 +231,14 @@ def headline(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] | Non
             f"{fmt_diff(compare(ceiling))}" if ceiling else "")
     return (f"**In short:** with the learned V_θ, AMC − Best-of-N = {fmt_diff(p)} (oracle "
             f"best-of-pool, {p.d.pairs} pairs, {describe(rec['cell'])}){ceil}: the goal "
-            f"(≥ {GOAL:.2f}, interval above 0) is **{'met' if goal_met(p) else 'not met'}**"
-            f"{dep_text}.\n")
+            f"(≥ {GOAL:.2f}, interval above 0, exact p < 0.05) is "
+            f"**{'met' if goal_met(p) else 'not met'}**{dep_text}.\n")
 
 
 def goal_met(p: Paired) -> bool:
-    """The issue's goal on one selection: mean gain >= GOAL and the 95% interval above 0."""
-    return p.d.mean >= GOAL and p.d.lo > 0
+    """The issue's goal on one selection: mean gain >= GOAL, the 95% interval above 0 and the
+    exact sign-flip p below 0.05 (both agree: :attr:`amc.stats.PairedDifference.separates`)."""
+    return p.d.mean >= GOAL and p.d.lo > 0 and p.d.separates
 
 
 def goal_section(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] | None) -> str:
@@ -246,7 +256,8 @@ def goal_section(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] |
     ceiling = _twin(runs, rec, "rollout")
     ceil_text = (f" The rollout upper bound at the same setting: {fmt_diff(compare(ceiling))}."
                  if ceiling else "")
-    return (f"## Goal: learned V_θ, AMC − Best-of-N ≥ {GOAL:.2f} with the interval above 0\n\n"
+    return (f"## Goal: learned V_θ, AMC − Best-of-N ≥ {GOAL:.2f} with the interval above 0 and "
+            "exact p < 0.05\n\n"
             f"Best regime of the learned value ({how}): {describe(rec['cell'])}. Best-of-N "
             f"{p.a:.3f}, AMC {p.b:.3f}, difference {fmt_diff(p)} over {p.d.pairs} pairs"
             f"{' (below the sweep’s 300-pair target)' if p.d.pairs < 300 else ''}; "
@@ -375,7 +386,7 @@ def superseded_section(old: list[dict[str, Any]], values: dict[str, dict[str, An
              "from `evidence/values/<hash>.json`). They are not part of the tables, the best "
              "regime or the goal above, which use the current value only.\n",
              "| value | its held-out Pearson, AUC | split | setting | pairs (tasks) | "
-             "AMC − BoN, oracle [95% CI] | deployable selection |",
+             "AMC − BoN, oracle [95% CI], exact p | deployable selection |",
              "|---|---|---|---|---|---|---|"]
     for r in sorted(old, key=lambda r: (str(r.get("value_model_hash")), r["name"])):
         h = str(r.get("value_model_hash", "unrecorded"))

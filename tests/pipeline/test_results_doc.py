@@ -30,14 +30,24 @@ def test_reading_calls_wins_only_beyond_two_standard_errors():
     paired = {"smc@8+learned": {"method": "smc@8+learned", "baseline": "bon@8", "runs": 40,
                                 "tasks": 20, "deployable_reward": 0.05,
                                 "deployable_reward_se": 0.01, "deployable_reward_lo": 0.03,
-                                "deployable_reward_hi": 0.07,
+                                "deployable_reward_hi": 0.07, "deployable_reward_p": 0.001,
                                 "oracle_best": 0.0, "oracle_best_se": 0.0}}
     text = "\n".join(reading(methods, paired))
     assert ("N = 8, deployable (value-selected): `smc@8+learned` − `bon@8` = +0.050 ± 0.010, "
-            "95% interval [+0.030, +0.070] (paired over 40 runs on 20 tasks) → better") in text
+            "95% interval [+0.030, +0.070], exact sign-flip p = 0.001 (paired over 40 runs on "
+            "20 tasks) → better") in text
+    # separable only when both agree: an interval off 0 with an exact p of 0.25 is not, and
+    # a row without the exact p is never called separable
+    few = {"smc@8+learned": {**paired["smc@8+learned"], "deployable_reward_p": 0.25}}
+    assert "p = 0.25 (paired over 40 runs on 20 tasks) → not separable (the t interval " \
+           "excludes 0, the exact p = 0.25 does not)" in "\n".join(reading(methods, few))
+    old = {"smc@8+learned": {k: v for k, v in paired["smc@8+learned"].items()
+                             if k != "deployable_reward_p"}}
+    assert "→ not called separable (the t interval excludes 0; no exact p recorded)" in \
+        "\n".join(reading(methods, old))
     wide = {"smc@8+learned": {**paired["smc@8+learned"], "deployable_reward_lo": -0.01}}
-    assert "[-0.010, +0.070] (paired over 40 runs on 20 tasks) → not separable (95% " \
-           "interval includes 0)" in "\n".join(reading(methods, wide))
+    assert "[-0.010, +0.070], exact sign-flip p = 0.001 (paired over 40 runs on 20 tasks) → " \
+           "not separable (95% interval includes 0)" in "\n".join(reading(methods, wide))
     assert "N = 8, oracle best-of-pool: `smc@8+learned` − `bon@8` = +0.000 (paired over 40 " \
            "runs) → identical on every run" in text
     easy = {**methods, "bon@15": {**methods["bon@15"], "success": 0.95}}
@@ -156,9 +166,10 @@ def test_paired_table_shows_intervals_and_na_for_unmeasured():
            "deployable_reward_se": 0.01, "deployable_reward_lo": 0.03,
            "deployable_reward_hi": 0.07, "oracle_best": 0.1, "oracle_best_se": 0.02,
            "max_weight_reward": None, "success": 0.1, "success_se": 0.02,
-           "success_lo": 0.06, "success_hi": 0.14}
+           "success_lo": 0.06, "success_hi": 0.14, "success_p": 0.0123}
     table = paired_table({"smc@8+c": row})
     line = table.splitlines()[2]
     assert line.startswith("| `smc@8+c` | `bon@8` | 40 | 20 | +0.050 [+0.030, +0.070] |")
+    assert "+0.100 [+0.060, +0.140], p 0.012 |" in line
     assert "+0.100 ± 0.020" in line and "| n/a |" in line and "+0.100 [+0.060, +0.140]" in line
     assert paired_table({}) == ""
