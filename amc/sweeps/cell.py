@@ -3,8 +3,9 @@
 For every task of the cell's split and every seed, the stage runs ``bon@N`` (the prior's N
 independent rollouts) and ``smc@N`` with the cell's value through the ordinary driver
 (:func:`amc.smc.sampler.run_task`, the configurations :func:`parse_method` makes), with the
-``planner-mix`` prior at skill q on TextCraft (binary reward, depth ``depth``). The task's step
-budget is its optimal plan's length + ``slack``; the ``rollout`` value's horizon is that budget.
+``planner-mix`` prior at skill q on TextCraft (binary reward, depth ``depth``), its actions in the
+menu's own form (``menu_form``). The task's step budget is its optimal plan's length + ``slack``
+(or one ``fixed_budget`` for the cell's depth); the ``rollout`` value's horizon is that budget.
 
 Outputs (paths relative to ``sweeps/``): ``out/runs.json`` -- the cell's parameters and one row
 per (task, seed) with both methods' task metrics and prior calls/tokens (the evidence that is
@@ -110,12 +111,13 @@ def method_row(res: Any) -> dict[str, Any]:
 async def run_cell(cell: CellParams, progress: bool = False) -> list[dict[str, Any]]:
     """One row per (task, seed): Best-of-N and AMC at equal N, same seed (paired)."""
     suite = make_suite(cell)
-    prior = PlannerMixPrior(suite, load_planner("textcraft"), PlannerMixOptions(q=cell.q))
+    prior = PlannerMixPrior(suite, load_planner("textcraft"),
+                            PlannerMixOptions(q=cell.q, menu_form=cell.menu_form))
     values = ValueFactory(cell, suite, prior)
     rows = []
     tasks = split_tasks(suite, cell)
     for i, task in enumerate(tasks):
-        budget = task_budget(suite, task, cell.slack)
+        budget = task_budget(suite, task, cell.slack, cell.menu_form, cell.fixed_budget)
         smc = smc_config(cell, budget)
         bon = parse_method(f"bon@{cell.n}", smc, ValueConfig()).smc
         amc = parse_method(f"smc@{cell.n}", smc, ValueConfig()).smc
@@ -170,6 +172,8 @@ def cell_name(cell: CellParams) -> str:
     return (f"{cell.split}-d{cell.depth}-q{cell.q:g}-b{cell.beta:g}-{sched}-n{cell.n}-"
             f"{cell.value}-s{cell.slack}-seeds{len(cell.seeds)}"
             + (f"-x{cell.sharpen:g}" if cell.sharpen != 1 else "")
+            + ("-menu" if cell.menu_form else "")
+            + (f"-B{cell.fixed_budget}" if cell.fixed_budget else "")
             + (f"-t{cell.max_tasks}" if cell.max_tasks else ""))
 
 

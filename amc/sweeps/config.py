@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from amc.config import Frozen, load_yaml
 
@@ -57,6 +57,13 @@ class CellParams(Frozen):
     (0.09 / 0.3)^k of the live one's weight. Chosen on validation cells like beta."""
     slack: int = Field(1, ge=0)
     """Step budget = optimal plan length + slack."""
+    menu_form: bool = True
+    """planner-mix writes its actions in the menu's own form (``get 9 ice`` twice, never an
+    off-menu ``get 18 ice`` that marks a step as the planner's); the plan length of the budget
+    is then the menu-form plan's. False: as every cell recorded before the key existed."""
+    fixed_budget: int | None = Field(None, ge=1)
+    """One step budget for every task of the cell (a cell has one depth: a budget per depth,
+    which says nothing of a task's plan); None: plan length + slack."""
     value_model: str = "models/value"
     """Directory of the learned value (written by the ``value`` stage)."""
     out_file: str = "out/runs.json"
@@ -80,14 +87,19 @@ class ValueParams(Frozen):
     """Only the first max_tasks value-training tasks (None = all; toy runs and tests)."""
     slack: int = Field(1, ge=0)
     """Budget of the rollouts = plan length + slack (as the cells')."""
+    menu_form: bool = True
+    """planner-mix's actions in the menu's own form (as the cells' ``menu_form``)."""
+    fixed_budget: int | None = Field(None, ge=1)
+    """One budget for every rollout (as the cells' ``fixed_budget``); None: plan + slack."""
     sizes: tuple[int, ...] = (250, 500, 1000, 2000)
     """Training-set sizes (states) of the quality-vs-size curve."""
     history_k: int = Field(8, ge=0)
     """Most recent (state, action) pairs in the rendered state."""
     max_length: int = Field(96, ge=16)
     """Token budget of the encoder input."""
-    show_budget: bool = True
-    """Render the steps left of the task's budget (a finite-horizon value needs them)."""
+    show_budget: bool = False
+    """Render ``[STEPS LEFT] k of T``; only with ``fixed_budget`` (a per-task budget of plan
+    length + slack would tell the value the optimal plan's length of an unseen goal)."""
     epochs: int = Field(60, ge=1)
     """Head epochs (early stopping on validation Pearson)."""
     seed: int = 0
@@ -100,6 +112,13 @@ class ValueParams(Frozen):
     """Quality vs dataset size (committed as evidence)."""
     tracking_uri: str | None = None
     """MLflow tracking URI (None: the default)."""
+
+    @model_validator(mode="after")
+    def _no_plan_length_shown(self) -> ValueParams:
+        if self.show_budget and self.fixed_budget is None:
+            raise ValueError("value.show_budget needs value.fixed_budget: a budget of plan "
+                             "length + slack shown to the value encodes the optimal plan length")
+        return self
 
 
 class SweepParams(Frozen):

@@ -7,7 +7,10 @@ trains on the others, so no cell is evaluated on a task the value saw.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
+from amc.envs.textcraft.planner import menu_plan
 from amc.envs.textcraft.tasks import plan
 from amc.sweeps.config import CellParams
 
@@ -35,6 +38,17 @@ def value_train_tasks(suite: TextCraftSuite, val_tasks: int) -> list[str]:
     return suite.task_ids("train")[:-val_tasks]
 
 
-def task_budget(suite: TextCraftSuite, task: str, slack: int) -> int:
-    """Step budget of a task: its optimal plan's length + slack."""
+def task_budget(suite: TextCraftSuite, task: str, slack: int, menu_form: bool = False,
+                fixed: int | None = None) -> int:
+    """Step budget of a task: ``fixed`` when given, else its optimal plan's length + slack
+    (the menu-form plan's with ``menu_form``: the steps a planner on the menu needs)."""
+    if fixed is not None:
+        return fixed
+    if menu_form:
+        return _menu_plan_length(suite, task) + slack
     return len(plan(suite.book, suite.tasks.goal(task))) + slack
+
+
+@lru_cache(maxsize=4096)
+def _menu_plan_length(suite: TextCraftSuite, task: str) -> int:
+    return len(menu_plan(suite, task))

@@ -50,10 +50,11 @@ async def rollouts(vp: ValueParams, cell: CellParams) -> list[tuple[float, Histo
     suite = make_suite(cell)
     out: list[tuple[float, History]] = []
     for qi, q in enumerate(vp.q_grid):
-        prior = PlannerMixPrior(suite, load_planner("textcraft"), PlannerMixOptions(q=q))
+        prior = PlannerMixPrior(suite, load_planner("textcraft"),
+                                PlannerMixOptions(q=q, menu_form=vp.menu_form))
         for task in value_train_tasks(suite, cell.val_tasks)[: vp.max_tasks]:
-            smc = SMCConfig(n_particles=vp.rollouts, max_steps=task_budget(suite, task, vp.slack),
-                            resample="never")
+            budget = task_budget(suite, task, vp.slack, vp.menu_form, vp.fixed_budget)
+            smc = SMCConfig(n_particles=vp.rollouts, max_steps=budget, resample="never")
             res = await run_task(suite=suite, prior=prior, value=ZeroValue(), task_id=task,
                                  smc=smc, seed=vp.seed * 1000 + qi, method="bon")
             out.extend((q, h) for h in histories_from_record(res.to_dict()))
@@ -74,7 +75,8 @@ async def ceiling(tagged: list[tuple[float, History]], tasks: set[str], vp: Valu
     threshold = dataset_options(vp).success_threshold  # the dataset's definition of success
     cols: dict[str, list[Any]] = {k: [] for k in ("pred", "target", "so_far", "success", "g")}
     for q in sorted({q for q, _ in tagged}):
-        prior = PlannerMixPrior(suite, load_planner("textcraft"), PlannerMixOptions(q=q))
+        prior = PlannerMixPrior(suite, load_planner("textcraft"),
+                                PlannerMixOptions(q=q, menu_form=vp.menu_form))
         for h in (h for qq, h in tagged if qq == q and h.task_id in tasks):
             rv = RolloutValue(suite, prior, 1.0, RolloutValueOptions(
                 n_rollouts=cell.rollouts, max_steps=h.budget or len(h.steps), seed=vp.seed))
@@ -132,6 +134,8 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
     held = load_dataset_dir(ds)[0][curve["held_out"]]
     upper = asyncio.run(ceiling(tagged, set(held["task_id"]), vp, cell))
     record = {"data": {"q_grid": list(vp.q_grid), "rollouts": vp.rollouts, "slack": vp.slack,
+                       "menu_form": vp.menu_form, "fixed_budget": vp.fixed_budget,
+                       "show_budget": vp.show_budget,
                        "splits": {s: {k: v for k, v in d.items() if k != "target_histogram"}
                                   for s, d in card["splits"].items()}},
               "curve": curve["rows"], "held_out": curve["held_out"],

@@ -26,12 +26,13 @@ def test_value_stage_records_quality_hash_and_the_ceiling_on_the_same_states(tmp
         "ceiling"].keys()
     assert rec["model_hash"] == dir_hash(tmp_path / "m")  # what a learned cell records
     dsd, render, card = load_dataset_dir(tmp_path / "work/dataset")
-    assert render.show_budget and card["splits"]["train"]["trajectories"] > 0
+    assert not render.show_budget and card["splits"]["train"]["trajectories"] > 0
     held = dsd[rec["held_out"]]
     up = rec["ceiling"]
     # the ceiling is measured on exactly the held-out states the learned value was
     assert up["states"] == len(held) and up["rollouts"] == 4
     assert all(np.isfinite(up[k]) for k in ("pearson", "auc", "mse"))
     assert 0.0 <= up["auc"] <= 1.0 and rec["curve"][0]["train_states"] == 40
-    assert "[STEPS LEFT]" in held[0]["text"]
+    assert "[STEPS LEFT]" not in held[0]["text"]  # no plan-length budget shown (issue 30)
+    assert rec["data"]["menu_form"] and not rec["data"]["show_budget"]
     assert set(up["auc_within_by_step"]) <= {str(t) for t in set(held["step"])}
