@@ -173,6 +173,8 @@ def cell_name(cell: CellParams) -> str:
             f"{cell.value}-s{cell.slack}-seeds{len(cell.seeds)}"
             + (f"-x{cell.sharpen:g}" if cell.sharpen != 1 else "")
             + ("-menu" if cell.menu_form else "")
+            + (f"-v{cell.val_tasks}r{cell.val_seed}"
+               if cell.split == "validation" and cell.val_sample == "random" else "")
             + (f"-B{cell.fixed_budget}" if cell.fixed_budget else "")
             + (f"-t{cell.max_tasks}" if cell.max_tasks else ""))
 

@@ -1,9 +1,10 @@
 """The typed ``sweeps/params.yaml``: one sweep cell, and the learned value it may use.
 
 A cell is one configuration of the comparison AMC vs Best-of-N at equal N. Task split:
-TextCraft's generated split has ``train`` and ``test`` only, so the last ``val_tasks`` tasks of
-``train`` form the validation split (settings are chosen there) and the learned value trains on
-the rest; reports use ``test``. The step budget of a task is its optimal plan's length plus
+TextCraft's generated split has ``train`` and ``test`` only, so ``val_tasks`` tasks of ``train``
+(a seeded random sample; the id tail in cells recorded before issue 30) form the validation
+split (settings are chosen there) and the learned value trains on the rest; reports use
+``test``. The step budget of a task is its optimal plan's length plus
 ``slack`` (TextCraft plans differ in length, so a schedule "every k steps" is written per task).
 """
 
@@ -23,11 +24,17 @@ class CellParams(Frozen):
     """One sweep cell: prior skill, target, schedule, particles, value, budget and tasks."""
 
     split: Literal["validation", "test"] = "test"
-    """validation: last val_tasks of TextCraft's train split (choose settings); test: report."""
+    """validation: val_tasks of TextCraft's train split (choose settings); test: report."""
     depth: int = Field(2, ge=1, le=4)
     """Crafting depth of the tasks (min = max depth)."""
-    val_tasks: int = Field(54, ge=1)
-    """Size of the validation split carved from the end of the train split."""
+    val_tasks: int = Field(116, ge=1)
+    """Size of the validation split carved from the train split (116: the declared protocol's
+    size for a paired interval within +-0.05, ``sweeps/protocol-issue30.yaml``)."""
+    val_sample: Literal["random", "tail"] = "random"
+    """random: a seeded random sample of the train tasks; tail: the last val_tasks of the list
+    (every cell recorded before the key existed)."""
+    val_seed: int = 0
+    """Seed of the random validation sample (with the depth)."""
     max_tasks: int | None = Field(None, ge=1)
     """Only the first max_tasks tasks of the split (None = all)."""
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
@@ -119,6 +126,15 @@ class ValueParams(Frozen):
             raise ValueError("value.show_budget needs value.fixed_budget: a budget of plan "
                              "length + slack shown to the value encodes the optimal plan length")
         return self
+
+
+LEGACY_CELL: dict[str, object] = {"val_sample": "tail", "menu_form": False}
+"""What a cell recorded before issue 30 meant by the keys it lacks (see :func:`recorded_cell`)."""
+
+
+def recorded_cell(cell: dict[str, object]) -> CellParams:
+    """The :class:`CellParams` of a committed record's ``cell`` (older records: their meaning)."""
+    return CellParams.model_validate({**LEGACY_CELL, **cell})
 
 
 class SweepParams(Frozen):

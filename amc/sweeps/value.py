@@ -1,7 +1,7 @@
 """The sweep's learned V_theta: planner-mix rollouts of train tasks -> head-mode MiniLM value.
 
 Data: for every value-training task (TextCraft's train split minus the sweep's validation
-tail, :func:`amc.sweeps.cell.value_train_tasks`), ``rollouts`` independent episodes of the
+sample, :func:`amc.sweeps.tasks.value_train_tasks`), ``rollouts`` independent episodes of the
 ``planner-mix`` prior at each skill of ``q_grid`` (the sweep varies q and one value serves every
 cell), budget = plan length + ``slack``, binary reward. Each visited state becomes a row whose
 target is the realised future reward (:func:`amc.value.data.build_dataset`, split by task).
@@ -52,7 +52,7 @@ async def rollouts(vp: ValueParams, cell: CellParams) -> list[tuple[float, Histo
     for qi, q in enumerate(vp.q_grid):
         prior = PlannerMixPrior(suite, load_planner("textcraft"),
                                 PlannerMixOptions(q=q, menu_form=vp.menu_form))
-        for task in value_train_tasks(suite, cell.val_tasks)[: vp.max_tasks]:
+        for task in value_train_tasks(suite, cell)[: vp.max_tasks]:
             budget = task_budget(suite, task, vp.slack, vp.menu_form, vp.fixed_budget)
             smc = SMCConfig(n_particles=vp.rollouts, max_steps=budget, resample="never")
             res = await run_task(suite=suite, prior=prior, value=ZeroValue(), task_id=task,

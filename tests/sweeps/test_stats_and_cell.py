@@ -49,7 +49,7 @@ def test_schedules_and_budgets_per_task():
 def test_validation_tail_is_disjoint_from_value_training_and_test():
     cell = CellParams(split="validation", val_tasks=20)
     suite = make_suite(cell)
-    val, train = split_tasks(suite, cell), value_train_tasks(suite, 20)
+    val, train = split_tasks(suite, cell), value_train_tasks(suite, cell)
     assert len(val) == 20 and not set(val) & set(train)
     assert not set(val) & set(split_tasks(suite, CellParams()))
     assert len(split_tasks(suite, CellParams(max_tasks=5))) == 5
