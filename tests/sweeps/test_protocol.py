@@ -1,0 +1,77 @@
+"""The declared protocol: its validation size is what the committed evidence gives, and the
+choice rule picks the best validation candidate (ties to the earliest listed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from amc.sweeps.protocol import (
+    Candidate,
+    Protocol,
+    basis,
+    choose,
+    half_width,
+    load_protocol,
+    needed_tasks,
+    variance_components,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+FILE = ROOT / "sweeps" / "protocol-issue30.yaml"
+
+
+def record(name: str, diffs: list[list[float]]) -> dict:
+    """A cell record whose (task, seed) differences are ``diffs`` (tasks x seeds)."""
+    rows = [{"task_id": f"t{i}", "seed": s, "bon": {"metrics": {"oracle_best": 0.0}},
+             "amc": {"metrics": {"oracle_best": d}}}
+            for i, ds in enumerate(diffs) for s, d in enumerate(ds)]
+    return {"name": name, "rows": rows}
+
+
+def test_variance_components_split_between_and_within_tasks():
+    v = variance_components(record("c", [[0, 1], [1, 1], [0, 0]]))
+    within = np.mean([0.5, 0.0, 0.0])
+    assert v.seeds == 2 and v.within == pytest.approx(within)
+    assert v.between == pytest.approx(np.var([0.5, 1, 0], ddof=1) - within / 2)
+    with pytest.raises(ValueError, match="same"):
+        variance_components(record("c", [[0, 1], [1]]))
+
+
+def test_needed_tasks_is_the_smallest_within_bound():
+    v = variance_components(record("c", [[0, 1, 0], [1, 1, 0], [0, 0, 0], [1, 1, 1]]))
+    n = needed_tasks(v, 3, 0.1)
+    assert half_width(v, n, 3) <= 0.1 < half_width(v, n - 1, 3)
+    assert needed_tasks(v, 30, 0.1) < n  # more seeds shrink the within part
+
+
+def test_declared_validation_size_follows_from_the_committed_cells():
+    p = load_protocol(FILE)
+    recs = [json.loads(f.read_text()) for f in sorted((ROOT / "evidence/runs").glob("*.json"))]
+    pool = [r for r in recs if r["cell"]["depth"] == 2 and r["cell"]["q"] == 0.4
+            and r["cell"]["value"] in ("learned", "rollout") and len(r["cell"]["seeds"]) == 6
+            and not r["cell"].get("menu_form")]
+    assert len(pool) == 56
+    rec, v = basis(pool)
+    val = p.validation
+    assert rec["name"] == val.basis and v.seeds == val.variance.seeds == val.seeds
+    assert (round(v.between, 4), round(v.within, 4)) == (val.variance.between,
+                                                         val.variance.within)
+    assert needed_tasks(v, val.seeds, val.half_width) == val.tasks
+    from amc.sweeps.config import CellParams  # the sweep's default validation is this sample
+    assert (CellParams().val_tasks, CellParams().val_seed) == (val.tasks, val.sample_seed)
+
+
+def test_choice_takes_the_best_and_a_tie_goes_to_the_earlier():
+    cands = tuple(Candidate(name=n) for n in ("a", "b", "c"))
+    p = Protocol(issue=0, validation=load_protocol(FILE).validation, candidates=cands)
+    cells = {"a": record("a", [[0.1, 0.1]] * 3), "b": record("b", [[0.3, 0.3]] * 3),
+             "c": record("c", [[0.305, 0.305]] * 3)}
+    assert choose(p, cells).name == "c"
+    tied = p.model_copy(update={"choice": p.choice.model_copy(update={"tie": 0.01})})
+    assert choose(tied, cells).name == "b"
+    with pytest.raises(ValueError, match="missing for: c"):
+        choose(p, {k: cells[k] for k in ("a", "b")})
