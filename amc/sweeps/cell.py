@@ -35,6 +35,8 @@ from amc.sweeps.tasks import make_suite, split_tasks, task_budget
 from amc.value.rollout import RolloutValue, RolloutValueOptions
 from amc.value.simple import ZeroValue
 
+CALIBRATION_FILE = "calibration.json"
+"""The value's fitted calibration in its model directory (:mod:`amc.value.calibration`)."""
 METRICS = ("oracle_best", "deployable_reward", "max_weight_reward", "weighted_mean_reward")
 """Task metrics summarised per cell (whatever else run_task reports is kept in the rows)."""
 
@@ -58,14 +60,19 @@ class SoftBinaryValue:
     success from s (binary reward). The twist SMC needs is the soft value
     f(s) = beta log E[exp(R / beta)] = beta log(1 - p + p e^{1/beta}) -- the quantity the
     ``rollout`` value estimates -- so both values enter the weights on the same scale.
-    ``sharpen`` = k replaces p by p^k first (:attr:`CellParams.sharpen`; 1 = the soft value).
+    ``calibration`` (fitted on validation states, saved with the model) maps p first, then
+    ``sharpen`` = k replaces p by p^k (:attr:`CellParams.sharpen`; 1 = the soft value).
     """
 
-    def __init__(self, inner: Any, beta: float, sharpen: float = 1.0) -> None:
+    def __init__(self, inner: Any, beta: float, sharpen: float = 1.0,
+                 calibration: Any = None) -> None:
         self.inner, self.beta, self.sharpen = inner, beta, sharpen
+        self.calibration = calibration
 
     async def score(self, histories: Any) -> list[float]:
         p = np.clip(np.asarray(await self.inner.score(histories), float), 0.0, 1.0)
+        if self.calibration is not None:
+            p = np.clip(self.calibration(p), 0.0, 1.0)
         p = p ** self.sharpen
         return [float(v) for v in self.beta * np.logaddexp(np.log1p(-p + 1e-12),
                                                             np.log(p + 1e-12) + 1 / self.beta)]
@@ -86,7 +93,8 @@ class ValueFactory:
             from amc.value.scorers import LearnedValue
 
             self.selection = LearnedValue.load(cell.value_model, device="cpu", cache_size=65536)
-            self._shared = SoftBinaryValue(self.selection, cell.beta, cell.sharpen)
+            self._shared = SoftBinaryValue(self.selection, cell.beta, cell.sharpen,
+                                           load_calibration(cell.value_model))
         elif cell.value == "none":
             self._shared = ZeroValue()
 
@@ -99,6 +107,14 @@ class ValueFactory:
                                                        n_rollouts=self.cell.rollouts,
                                                        max_steps=budget, seed=0))
         return self._by_budget[budget]
+
+
+def load_calibration(model_dir: str | Path) -> Any:
+    """The model's fitted calibration (None when the value stage fitted none)."""
+    from amc.value.calibration import Calibration
+
+    path = Path(model_dir) / CALIBRATION_FILE
+    return Calibration.from_dict(json.loads(path.read_text())) if path.is_file() else None
 
 
 def method_row(res: Any) -> dict[str, Any]:

@@ -109,6 +109,13 @@ class ValueParams(Frozen):
     length + slack would tell the value the optimal plan's length of an unseen goal)."""
     epochs: int = Field(60, ge=1)
     """Head epochs (early stopping on validation Pearson)."""
+    loss: Literal["mse", "bce"] = "mse"
+    """mse: regression of the future reward; bce: a Bernoulli head (sigmoid, log-loss) for the
+    binary success, the likelihood that fits the reward."""
+    calibration: Literal["none", "platt", "isotonic", "power"] = "none"
+    """Monotone map of p fitted on the value dataset's validation states against their binary
+    outcome (:mod:`amc.value.calibration`), saved as ``calibration.json`` beside the model and
+    applied by the cells before the soft value; power fits the old exponent by the same rule."""
     seed: int = 0
     """Seed of rollouts, split and head."""
     work_dir: str = "work/value"

@@ -29,7 +29,7 @@ import numpy as np
 from amc.config import SMCConfig
 from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_planner
 from amc.smc.sampler import run_task
-from amc.sweeps.cell import dir_hash
+from amc.sweeps.cell import CALIBRATION_FILE, dir_hash
 from amc.sweeps.config import CellParams, ValueParams, load_sweep_params
 from amc.sweeps.tasks import make_suite, task_budget, value_train_tasks
 from amc.types import History
@@ -103,7 +103,7 @@ def train_config(vp: ValueParams, cache_dir: Path, track: bool) -> Any:
     from amc.value.model import ModelConfig
     from amc.value.train import TrainConfig
 
-    return TrainConfig(model=ModelConfig(max_length=vp.max_length), mode="head",
+    return TrainConfig(model=ModelConfig(max_length=vp.max_length, loss=vp.loss), mode="head",
                        head=HeadConfig(cache_dir=cache_dir, epochs=vp.epochs), seed=vp.seed,
                        device="cpu", env="textcraft", experiment="amc-sweeps-value",
                        tracking_uri=vp.tracking_uri, track=track, register_model=False)
@@ -131,6 +131,7 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
     cfg = train_config(vp, work / "feature-cache", track)
     curve = quality_vs_size(ds, list(vp.sizes), cfg, work / "quality", progress=progress)
     final = train(ds, cfg, vp.out_dir)
+    calibration = fit_calibration(vp, load_dataset_dir(ds)[0]["validation"])
     held = load_dataset_dir(ds)[0][curve["held_out"]]
     upper = asyncio.run(ceiling(tagged, set(held["task_id"]), vp, cell))
     record = {"data": {"q_grid": list(vp.q_grid), "rollouts": vp.rollouts, "slack": vp.slack,
@@ -140,11 +141,27 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
                                   for s, d in card["splits"].items()}},
               "curve": curve["rows"], "held_out": curve["held_out"],
               "final": {k: float(v) for k, v in final.best.items()},
+              "calibration": calibration,
               "mlflow_run_id": final.run_id, "model_hash": dir_hash(vp.out_dir),
               "ceiling": upper}
     Path(vp.quality_file).parent.mkdir(parents=True, exist_ok=True)
     Path(vp.quality_file).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record
+
+
+def fit_calibration(vp: ValueParams, val: Any) -> dict[str, Any]:
+    """Fit ``vp.calibration`` on the validation states' (prediction, binary outcome) and save
+    it as ``calibration.json`` in the model directory (nothing written for ``none``)."""
+    from amc.value.calibration import fit
+    from amc.value.scorers import LearnedValue
+
+    if vp.calibration == "none":
+        return {"method": "none", "params": {}}
+    model = LearnedValue.load(vp.out_dir, device="cpu")
+    p = np.asarray(model.score_texts(list(val["text"])), float)
+    cal = fit(vp.calibration, p, np.asarray(val["target"], float) >= 0.5).to_dict()
+    (Path(vp.out_dir) / CALIBRATION_FILE).write_text(json.dumps(cal, indent=1) + "\n")
+    return cal
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from amc.value.data import load_dataset_dir
 def test_value_stage_records_quality_hash_and_the_ceiling_on_the_same_states(tmp_path: Path):
     vp = ValueParams(q_grid=(0.3, 0.7), rollouts=2, max_tasks=24, sizes=(40,), epochs=2,
                      max_length=64, work_dir=str(tmp_path / "work"), out_dir=str(tmp_path / "m"),
-                     quality_file=str(tmp_path / "q.json"))
+                     quality_file=str(tmp_path / "q.json"), loss="bce", calibration="isotonic")
     cell = CellParams(rollouts=4)
     rec = run(vp, cell, track=False)
     saved = json.loads((tmp_path / "q.json").read_text())
@@ -35,4 +35,10 @@ def test_value_stage_records_quality_hash_and_the_ceiling_on_the_same_states(tmp
     assert 0.0 <= up["auc"] <= 1.0 and rec["curve"][0]["train_states"] == 40
     assert "[STEPS LEFT]" not in held[0]["text"]  # no plan-length budget shown (issue 30)
     assert rec["data"]["menu_form"] and not rec["data"]["show_budget"]
+    # the Bernoulli head's p, calibrated on the validation states and saved beside the model
+    from amc.sweeps.cell import load_calibration
+
+    cal = load_calibration(tmp_path / "m")
+    assert cal is not None and rec["calibration"]["method"] == "isotonic"
+    assert np.all(np.diff(cal(np.linspace(0, 1, 101))) >= 0)
     assert set(up["auc_within_by_step"]) <= {str(t) for t in set(held["step"])}
