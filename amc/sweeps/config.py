@@ -112,6 +112,19 @@ class ValueParams(Frozen):
     loss: Literal["mse", "bce"] = "mse"
     """mse: regression of the future reward; bce: a Bernoulli head (sigmoid, log-loss) for the
     binary success, the likelihood that fits the reward."""
+    state_rollouts: int = Field(0, ge=0)
+    """K more prior rollouts from every visited train/validation state; its target becomes
+    the mean of the realised return and those K (:mod:`amc.sweeps.value_targets`)."""
+    targets: Literal["return", "td"] = "return"
+    """return: the (averaged) realised return; td: lambda-returns bootstrapped from a first
+    head over each trajectory."""
+    td_lambda: float = Field(0.8, ge=0, le=1)
+    """lambda of the ``td`` targets (1 = the realised return)."""
+    smc_states: bool = False
+    """Also train on the states AMC (rollout value, ``smc_n`` particles) visits on the
+    value-training tasks, with fresh-rollout targets."""
+    smc_n: int = Field(4, ge=1)
+    """Particles of the AMC runs whose states ``smc_states`` adds."""
     calibration: Literal["none", "platt", "isotonic", "power"] = "none"
     """Monotone map of p fitted on the value dataset's validation states against their binary
     outcome (:mod:`amc.value.calibration`), saved as ``calibration.json`` beside the model and

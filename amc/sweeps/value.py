@@ -126,9 +126,19 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
 
     work = Path(vp.work_dir)
     ds = work / "dataset"
+    from amc.sweeps.value_targets import apply_targets, held_out_tasks, smc_histories
+
     tagged = asyncio.run(rollouts(vp, cell))
+    smc: set[int] = set()
+    if vp.smc_states:  # AMC's visited states of the train/validation tasks only
+        held = held_out_tasks(tagged, vp)
+        extra = [(q, h) for q in vp.q_grid for h in asyncio.run(smc_histories(vp, cell, q))
+                 if h.task_id not in held]
+        smc = set(range(len(tagged), len(tagged) + len(extra)))
+        tagged += extra
     card = build_dataset([h for _, h in tagged], ds, dataset_options(vp))
     cfg = train_config(vp, work / "feature-cache", track)
+    targets = apply_targets(ds, tagged, smc, vp, cell, cfg, work)
     curve = quality_vs_size(ds, list(vp.sizes), cfg, work / "quality", progress=progress)
     final = train(ds, cfg, vp.out_dir)
     calibration = fit_calibration(vp, load_dataset_dir(ds)[0]["validation"])
@@ -141,7 +151,7 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
                                   for s, d in card["splits"].items()}},
               "curve": curve["rows"], "held_out": curve["held_out"],
               "final": {k: float(v) for k, v in final.best.items()},
-              "calibration": calibration,
+              "calibration": calibration, "targets": targets,
               "mlflow_run_id": final.run_id, "model_hash": dir_hash(vp.out_dir),
               "ceiling": upper}
     Path(vp.quality_file).parent.mkdir(parents=True, exist_ok=True)

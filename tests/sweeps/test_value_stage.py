@@ -42,3 +42,21 @@ def test_value_stage_records_quality_hash_and_the_ceiling_on_the_same_states(tmp
     assert cal is not None and rec["calibration"]["method"] == "isotonic"
     assert np.all(np.diff(cal(np.linspace(0, 1, 101))) >= 0)
     assert set(up["auc_within_by_step"]) <= {str(t) for t in set(held["step"])}
+
+
+@pytest.mark.slow
+def test_value_stage_with_averaged_td_targets_and_smc_states(tmp_path: Path):
+    vp = ValueParams(q_grid=(0.4,), rollouts=2, max_tasks=16, sizes=(30,), epochs=2,
+                     max_length=64, work_dir=str(tmp_path / "work"), out_dir=str(tmp_path / "m"),
+                     quality_file=str(tmp_path / "q.json"), state_rollouts=2, targets="td",
+                     td_lambda=0.5, smc_states=True, smc_n=2)
+    rec = run(vp, CellParams(rollouts=2), track=False)
+    t = rec["targets"]
+    assert t["smc_trajectories"] > 0 and t["retargeted_rows"] > 0 and t["td_rows"] > 0
+    dsd, _, card = load_dataset_dir(tmp_path / "work/dataset")
+    train = dsd["train"]["target"]
+    assert card["targets_replaced"] == t["td_rows"]
+    assert any(0 < y < 1 for y in train)  # averaged / bootstrapped, not only 0/1 draws
+    held = dsd["test"]
+    assert set(held["target"]) <= {0.0, 1.0}  # held-out rows keep their realised targets
+    assert (tmp_path / "work" / "first-head").is_dir()
