@@ -63,14 +63,18 @@ async def rollouts(vp: ValueParams, cell: CellParams) -> list[tuple[float, Histo
 
 
 async def ceiling(tagged: list[tuple[float, History]], tasks: set[str], vp: ValueParams,
-                  cell: CellParams) -> dict[str, Any]:
+                  cell: CellParams, by_key: dict[Any, float] | None = None) -> dict[str, Any]:
     """The Monte-Carlo rollout value's quality on the held-out states: the learned value's ceiling.
 
     Every state of every held-out episode (tasks ``tasks``) is scored by p(s) = the mean
     future reward of ``cell.rollouts`` rollouts of the prior *at the episode's own q* (the
     ``rollout`` value of the cells, which knows the state and the skill exactly), then measured
-    with the learned value's metrics against the same realised targets.
+    with the learned value's metrics against the same realised targets. ``by_key`` (when
+    given) receives each state's p by (task, trajectory, step) row key.
     """
+    from amc.value.targets import keyed
+
+    traj = {id(h): g for _, g, h in keyed([h for _, h in tagged])}
     suite = make_suite(cell)
     threshold = dataset_options(vp).success_threshold  # the dataset's definition of success
     cols: dict[str, list[Any]] = {k: [] for k in ("pred", "target", "so_far", "success", "g")}
@@ -85,6 +89,8 @@ async def ceiling(tagged: list[tuple[float, History]], tasks: set[str], vp: Valu
             for t in range(len(h.steps) + 1):
                 r, _ = await rv.returns(h.prefix(t))
                 cols["pred"].append(float(r.mean()) if r.size else 0.0)
+                if by_key is not None:
+                    by_key[(h.task_id, traj[id(h)], t)] = cols["pred"][-1]
                 cols["target"].append(togo[t])
                 cols["so_far"].append(float(sum(rewards[:t])))
                 cols["success"].append(sum(rewards) >= threshold)
@@ -143,7 +149,9 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
     final = train(ds, cfg, vp.out_dir)
     calibration = fit_calibration(vp, load_dataset_dir(ds)[0]["validation"])
     held = load_dataset_dir(ds)[0][curve["held_out"]]
-    upper = asyncio.run(ceiling(tagged, set(held["task_id"]), vp, cell))
+    ceiling_p: dict[Any, float] = {}
+    upper = asyncio.run(ceiling(tagged, set(held["task_id"]), vp, cell, ceiling_p))
+    offline = offline_record(vp, cell, tagged, held, ceiling_p)
     record = {"data": {"q_grid": list(vp.q_grid), "rollouts": vp.rollouts, "slack": vp.slack,
                        "menu_form": vp.menu_form, "fixed_budget": vp.fixed_budget,
                        "show_budget": vp.show_budget,
@@ -151,12 +159,29 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
                                   for s, d in card["splits"].items()}},
               "curve": curve["rows"], "held_out": curve["held_out"],
               "final": {k: float(v) for k, v in final.best.items()},
-              "calibration": calibration, "targets": targets,
+              "calibration": calibration, "targets": targets, "offline": offline,
               "mlflow_run_id": final.run_id, "model_hash": dir_hash(vp.out_dir),
               "ceiling": upper}
     Path(vp.quality_file).parent.mkdir(parents=True, exist_ok=True)
     Path(vp.quality_file).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record
+
+
+def offline_record(vp: ValueParams, cell: CellParams, tagged: list[tuple[float, History]],
+                   held: Any, ceiling_p: dict[Any, float]) -> dict[str, Any]:
+    """Offline figures of the final value (calibrated p) and the ceiling on the held-out
+    states (:mod:`amc.sweeps.offline`)."""
+    from amc.sweeps.cell import load_calibration
+    from amc.sweeps.offline import held_out_figures
+    from amc.value.scorers import LearnedValue
+
+    p = np.asarray(LearnedValue.load(vp.out_dir, device="cpu").score_texts(list(held["text"])))
+    cal = load_calibration(vp.out_dir)
+    p = np.clip(cal(p) if cal is not None else p, 0.0, 1.0)
+    keys = list(zip(held["task_id"], held["traj"], held["step"], strict=True))
+    learned = dict(zip(keys, map(float, p), strict=True))
+    return held_out_figures(make_suite(cell), [h for _, h in tagged], held,
+                            {"learned": learned, "ceiling": ceiling_p}, vp.menu_form)
 
 
 def fit_calibration(vp: ValueParams, val: Any) -> dict[str, Any]:

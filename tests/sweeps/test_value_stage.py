@@ -41,6 +41,11 @@ def test_value_stage_records_quality_hash_and_the_ceiling_on_the_same_states(tmp
     cal = load_calibration(tmp_path / "m")
     assert cal is not None and rec["calibration"]["method"] == "isotonic"
     assert np.all(np.diff(cal(np.linspace(0, 1, 101))) >= 0)
+    # offline figures of the learned value and of the ceiling on the same held-out states
+    off = rec["offline"]
+    assert off["learned"]["states"] == off["ceiling"]["states"] > 0
+    assert off["ceiling"]["doomed_states"] > 0 and off["ceiling"]["doomed_mean"] <= 0.05
+    assert 0 <= off["learned"]["doomed_mean"] <= 1
     assert set(up["auc_within_by_step"]) <= {str(t) for t in set(held["step"])}
 
 
