@@ -75,3 +75,16 @@ def test_choice_takes_the_best_and_a_tie_goes_to_the_earlier():
     assert choose(tied, cells).name == "b"
     with pytest.raises(ValueError, match="missing for: c"):
         choose(p, {k: cells[k] for k in ("a", "b")})
+
+
+def test_every_declared_candidate_is_a_valid_setting_of_the_sweep():
+    from amc.sweeps.config import CellParams, ValueParams
+
+    p = load_protocol(FILE)
+    names = [c.name for c in p.candidates]
+    assert len(set(names)) == len(names) >= 2
+    for c in p.candidates:  # a typo'd key or value fails here, not in a cell hours later
+        ValueParams.model_validate({**ValueParams().model_dump(), **c.value})
+        CellParams.model_validate({**CellParams().model_dump(), **c.cell, "split": "validation"})
+    for t in p.test:
+        assert CellParams.model_validate({**CellParams().model_dump(), **t}).split == "test"
