@@ -11,11 +11,15 @@ interval's half-width over n tasks is t_{0.975, n-1} sqrt(var(m_t) / n) with
 var(m_t) = sigma_b^2 + sigma_w^2 / S (between-task variance plus within-task variance over the
 seeds). Both components are estimated from committed cells (the basis: the largest var(m_t)
 among them, conservative) and n is the smallest size whose half-width is within bound.
-Pure, apart from :func:`load_protocol`.
+Pure, apart from :func:`load_protocol` and :func:`main`, which prints the DVC commands that
+queue the candidates' validation cells (``python -m amc.sweeps.protocol FILE validation``) or
+the chosen candidate's test cells and their ceiling twins (``... FILE test --chosen NAME``).
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -149,3 +153,52 @@ def choose(protocol: Protocol, validation: dict[str, dict[str, Any]]) -> Candida
     best = max(means)
     return next(c for c, m in zip(protocol.candidates, means, strict=True)
                 if m >= best - protocol.choice.tie)
+
+
+def _flags(prefix: str, overrides: dict[str, Any]) -> list[str]:
+    def text(v: Any) -> str:
+        if isinstance(v, bool):
+            return str(v).lower()
+        return f"[{','.join(map(str, v))}]" if isinstance(v, list | tuple) else str(v)
+
+    return [f"-S '{prefix}.{k}={text(v)}'" for k, v in sorted(overrides.items())]
+
+
+def commands(protocol: Protocol, stage: str, chosen: str | None = None) -> list[str]:
+    """``dvc exp run --queue`` lines (run in ``sweeps/``): every candidate's validation cell,
+    or the chosen candidate's test cells with the rollout ceiling at the same settings."""
+    q = "dvc exp run --queue"
+    if stage == "validation":
+        return [" ".join([q, *_flags("value", c.value), *_flags(
+            "cell", {**c.cell, "value": "learned", "split": "validation"})])
+            for c in protocol.candidates]
+    pick = next((c for c in protocol.candidates if c.name == chosen), None)
+    if pick is None:
+        raise ValueError(f"--chosen must name a candidate, got {chosen!r}")
+    out = []
+    for t in protocol.test:
+        cell = {**pick.cell, **t, "split": "test"}
+        out.append(" ".join([q, *_flags("value", pick.value),
+                             *_flags("cell", {**cell, "value": "learned"})]))
+        ceiling = {k: v for k, v in cell.items() if k != "sharpen"}
+        out.append(" ".join([q, "cell", *_flags("cell", {**ceiling, "value": "rollout"})]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="print the DVC commands of a declared protocol")
+    ap.add_argument("file", type=Path)
+    ap.add_argument("stage", choices=("validation", "test"))
+    ap.add_argument("--chosen", help="the candidate the choice rule picked (test stage)")
+    args = ap.parse_args(argv)
+    try:
+        lines = commands(load_protocol(args.file), args.stage, args.chosen)
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

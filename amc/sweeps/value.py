@@ -152,7 +152,8 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
     ceiling_p: dict[Any, float] = {}
     upper = asyncio.run(ceiling(tagged, set(held["task_id"]), vp, cell, ceiling_p))
     offline = offline_record(vp, cell, tagged, held, ceiling_p)
-    record = {"data": {"q_grid": list(vp.q_grid), "rollouts": vp.rollouts, "slack": vp.slack,
+    record = {"params": vp.model_dump(mode="json"),
+              "data": {"q_grid": list(vp.q_grid), "rollouts": vp.rollouts, "slack": vp.slack,
                        "menu_form": vp.menu_form, "fixed_budget": vp.fixed_budget,
                        "show_budget": vp.show_budget,
                        "splits": {s: {k: v for k, v in d.items() if k != "target_histogram"}

@@ -88,3 +88,22 @@ def test_every_declared_candidate_is_a_valid_setting_of_the_sweep():
         CellParams.model_validate({**CellParams().model_dump(), **c.cell, "split": "validation"})
     for t in p.test:
         assert CellParams.model_validate({**CellParams().model_dump(), **t}).split == "test"
+
+
+def test_commands_queue_each_validation_candidate_and_the_chosen_tests_with_their_ceiling(
+        capsys):
+    from amc.sweeps.protocol import commands, main
+
+    p = load_protocol(FILE)
+    val = commands(p, "validation")
+    assert len(val) == len(p.candidates)
+    assert all("-S 'cell.split=validation'" in c and "-S 'cell.value=learned'" in c for c in val)
+    assert "-S 'value.loss=bce'" in val[3] and "-S 'value.calibration=platt'" in val[5]
+    test = commands(p, "test", "regression-x8-b0.05")
+    assert len(test) == 2 * len(p.test)
+    learned, ceiling = test[0], test[1]
+    assert "-S 'cell.sharpen=8'" in learned and "sharpen" not in ceiling
+    assert "-S 'cell.value=rollout'" in ceiling and "-S 'cell.beta=0.05'" in ceiling
+    assert all("-S 'cell.split=test'" in c for c in test)
+    assert main([str(FILE), "test", "--chosen", "nope"]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
