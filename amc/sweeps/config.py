@@ -125,6 +125,10 @@ class ValueParams(Frozen):
     value-training tasks, with fresh-rollout targets."""
     smc_n: int = Field(4, ge=1)
     """Particles of the AMC runs whose states ``smc_states`` adds."""
+    smc_beta: float = Field(0.05, gt=0)
+    """beta of those AMC runs (their own, so a cell's beta does not retrain the value)."""
+    smc_every: int = Field(2, ge=1)
+    """Those AMC runs resample after steps k, 2k, ... (M = ``cell.rollouts`` rollouts)."""
     calibration: Literal["none", "platt", "isotonic", "power"] = "none"
     """Monotone map of p fitted on the value dataset's validation states against their binary
     outcome (:mod:`amc.value.calibration`), saved as ``calibration.json`` beside the model and

@@ -9,7 +9,8 @@ Options of :class:`~amc.sweeps.config.ValueParams` (each measured against the ba
   state, and the targets become lambda-returns over each trajectory
   (:func:`amc.value.targets.lambda_returns`, ``td_lambda``) before the real training;
 - ``smc_states``: the value also sees the states AMC visits -- the final pool of AMC
-  (``smc@N``, the rollout value, N = ``smc_n``) on every value-training task, resampled,
+  (``smc@N``, the rollout value, N = ``smc_n``, ``smc_beta``, resampling every
+  ``smc_every`` steps) on every value-training task, resampled,
   off-prior states. Past a resampling step a particle's realised return is selected, not a prior
   rollout, so those states' targets are the mean of K = max(``state_rollouts``, 4) fresh prior
   rollouts instead.
@@ -54,9 +55,10 @@ async def smc_histories(vp: ValueParams, cell: CellParams, q: float) -> list[His
     out: list[History] = []
     for task in value_train_tasks(suite, cell)[: vp.max_tasks]:
         budget = task_budget(suite, task, vp.slack, vp.menu_form, vp.fixed_budget)
-        smc = SMCConfig(n_particles=vp.smc_n, max_steps=budget, beta=cell.beta, resample="fixed",
-                        resample_steps=tuple(range(cell.every, budget, cell.every)))
-        value = RolloutValue(suite, prior, cell.beta, RolloutValueOptions(
+        smc = SMCConfig(n_particles=vp.smc_n, max_steps=budget, beta=vp.smc_beta,
+                        resample="fixed",
+                        resample_steps=tuple(range(vp.smc_every, budget, vp.smc_every)))
+        value = RolloutValue(suite, prior, vp.smc_beta, RolloutValueOptions(
             n_rollouts=cell.rollouts, max_steps=budget, seed=vp.seed))
         res = await run_task(suite=suite, prior=prior, value=value, task_id=task,
                              smc=parse_method(f"smc@{vp.smc_n}", smc, ValueConfig()).smc,
