@@ -3,6 +3,7 @@
 # one at a time (2 shared cores) and look at them. Run from sweeps/:
 #   bash queue.sh rollout            # the upper bound and no value: every axis (no model needed)
 #   dvc repro value && bash queue.sh learned   # the learned V_theta's cells
+#   bash queue.sh protocol30         # issue 30's declared value-method candidates (validation)
 #   dvc queue start -j 1 && dvc exp show
 # Every cell: 54 depth-2 tasks x 6 seeds = 324 (task, seed) pairs (sweeps/params.yaml).
 set -euo pipefail
@@ -45,9 +46,16 @@ learned() {  # settings are chosen on validation cells, reported on their test t
   for x in 0.2 0.6 0.8; do ql -S cell.value=learned -S cell.q=$x; done
   ql -S cell.value=learned -S cell.schedule=fixed -S 'cell.steps=[2]'
 }
+protocol30() {  # issue 30's declared candidates (protocol-issue30.yaml): validation cells only;
+  # after the choice rule: python -m amc.sweeps.protocol protocol-issue30.yaml test --chosen NAME
+  PYTHONPATH=.. python -m amc.sweeps.protocol protocol-issue30.yaml validation | while read -r c; do
+    eval "$c" >/dev/null && echo "queued: $c"
+  done
+}
 case "${1:-all}" in
   rollout) rollout ;;
   learned) learned ;;
+  protocol30) protocol30 ;;
   all) rollout; learned ;;
-  *) echo "usage: queue.sh [rollout|learned|all]" >&2; exit 2 ;;
+  *) echo "usage: queue.sh [rollout|learned|protocol30|all]" >&2; exit 2 ;;
 esac

@@ -19,6 +19,10 @@ Off-menu actions. TextCraft's menu offers ``get k item`` only at counts of a sin
 while the planner fetches the total a plan needs at once; the prior takes the planner's action
 even when the menu does not list it, because the environment accepts it (it is a simulator, not
 a menu-prompted LLM). Its "optimal number of steps" is therefore the planner's, not a menu's.
+With ``menu_form`` the planner's action is rewritten into the menu's own form first (the
+benchmark's ``to_menu`` hook; TextCraft: :func:`amc.envs.textcraft.planner.menu_form`), so the
+history no longer shows which steps were the planner's; the optimal number of steps is then the
+menu-form plan's (:func:`amc.envs.textcraft.planner.menu_plan`).
 
 Planners (a function ``env -> next action | None`` per benchmark, plus optionally a memoised
 menu, :data:`PLANNERS`): TextCraft (:mod:`amc.envs.textcraft.planner`) and WebShop
@@ -73,6 +77,8 @@ class PlannerHooks:
     replay: bool = True
     """False: the planner reads a :class:`HistoryView` and the random branch draws from the
     menu the driver attaches -- an I/O-bound environment (SciWorld's JVM) is not replayed."""
+    to_menu: Callable[[Environment, str], str] | None = None
+    """(state, planner action) -> the same action as the state's menu writes it (None: none)."""
 
 
 PLANNERS: dict[str, tuple[str, str | None]] = {
@@ -83,6 +89,8 @@ PLANNERS: dict[str, tuple[str, str | None]] = {
 }
 """Environment name -> ``module:function`` of its planner and of its menu (None: the
 environment's own ``valid_actions``)."""
+MENU_FORMS: dict[str, str] = {"textcraft": "amc.envs.textcraft.planner:textcraft_menu_form"}
+"""Environment name -> ``module:function`` of its menu-form hook (``PlannerHooks.to_menu``)."""
 REPLAY_FREE = frozenset({"sciworld"})
 """Benchmarks whose planner reads a :class:`HistoryView` (no replayed environment)."""
 
@@ -94,6 +102,9 @@ class PlannerMixOptions(Frozen):
     """Skill: probability of taking the optimal planner's next action at each step."""
     cache_size: int = Field(16384, ge=1)
     """Replayed states kept (LRU over history prefixes; a value's rollouts add many)."""
+    menu_form: bool = False
+    """Rewrite the planner's actions into the menu's own form (e.g. ``get 9 ice`` twice, not an
+    off-menu ``get 18 ice``), so the history does not show which steps were the planner's."""
 
 
 def load_planner(env_name: str) -> PlannerHooks:
@@ -102,8 +113,9 @@ def load_planner(env_name: str) -> PlannerHooks:
         raise ValueError(f"planner-mix has planners for {', '.join(sorted(PLANNERS))}; "
                          f"not for {env_name!r}")
     planner, menu = PLANNERS[env_name]
+    to_menu = _resolve(MENU_FORMS[env_name]) if env_name in MENU_FORMS else None
     return PlannerHooks(_resolve(planner), _resolve(menu) if menu else _own_menu,
-                        replay=env_name not in REPLAY_FREE)
+                        replay=env_name not in REPLAY_FREE, to_menu=to_menu)
 
 
 def _resolve(ref: str) -> Callable[..., Any]:
@@ -121,6 +133,9 @@ class PlannerMixPrior(WantsValidActions):
     wants_valid_actions: bool = False  # set per instance from the hooks (see __init__)
 
     def __init__(self, suite: EnvSuite, hooks: PlannerHooks, options: PlannerMixOptions) -> None:
+        if options.menu_form and hooks.to_menu is None:
+            raise ValueError("planner-mix menu_form needs the benchmark's menu-form hook "
+                             f"(known: {', '.join(sorted(MENU_FORMS))})")
         self.suite, self.hooks, self.options = suite, hooks, options
         self.replay = ReplayCache(suite, options.cache_size)  # a rollout value shares it
         # replayed: the replayed environment lists the menu, only when needed; replay-free:
@@ -137,6 +152,8 @@ class PlannerMixPrior(WantsValidActions):
             action = (self.hooks.next_action(env) if self.hooks.replay
                       else await asyncio.to_thread(self.hooks.next_action, env))  # may do I/O
             if action is not None:
+                if self.options.menu_form and self.hooks.to_menu is not None:
+                    action = self.hooks.to_menu(env, action)
                 return _turn(action)
         menu = history.valid_actions
         if menu is None and self.hooks.replay:

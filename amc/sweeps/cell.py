@@ -3,8 +3,9 @@
 For every task of the cell's split and every seed, the stage runs ``bon@N`` (the prior's N
 independent rollouts) and ``smc@N`` with the cell's value through the ordinary driver
 (:func:`amc.smc.sampler.run_task`, the configurations :func:`parse_method` makes), with the
-``planner-mix`` prior at skill q on TextCraft (binary reward, depth ``depth``). The task's step
-budget is its optimal plan's length + ``slack``; the ``rollout`` value's horizon is that budget.
+``planner-mix`` prior at skill q on TextCraft (binary reward, depth ``depth``), its actions in the
+menu's own form (``menu_form``). The task's step budget is its optimal plan's length + ``slack``
+(or one ``fixed_budget`` for the cell's depth); the ``rollout`` value's horizon is that budget.
 
 Outputs (paths relative to ``sweeps/``): ``out/runs.json`` -- the cell's parameters and one row
 per (task, seed) with both methods' task metrics and prior calls/tokens (the evidence that is
@@ -34,6 +35,8 @@ from amc.value.digest import model_hash
 from amc.value.rollout import RolloutValue, RolloutValueOptions
 from amc.value.simple import ZeroValue
 
+CALIBRATION_FILE = "calibration.json"
+"""The value's fitted calibration in its model directory (:mod:`amc.value.calibration`)."""
 METRICS = ("oracle_best", "deployable_reward", "max_weight_reward", "weighted_mean_reward")
 """Task metrics summarised per cell (whatever else run_task reports is kept in the rows)."""
 
@@ -57,14 +60,19 @@ class SoftBinaryValue:
     success from s (binary reward). The twist SMC needs is the soft value
     f(s) = beta log E[exp(R / beta)] = beta log(1 - p + p e^{1/beta}) -- the quantity the
     ``rollout`` value estimates -- so both values enter the weights on the same scale.
-    ``sharpen`` = k replaces p by p^k first (:attr:`CellParams.sharpen`; 1 = the soft value).
+    ``calibration`` (fitted on validation states, saved with the model) maps p first, then
+    ``sharpen`` = k replaces p by p^k (:attr:`CellParams.sharpen`; 1 = the soft value).
     """
 
-    def __init__(self, inner: Any, beta: float, sharpen: float = 1.0) -> None:
+    def __init__(self, inner: Any, beta: float, sharpen: float = 1.0,
+                 calibration: Any = None) -> None:
         self.inner, self.beta, self.sharpen = inner, beta, sharpen
+        self.calibration = calibration
 
     async def score(self, histories: Any) -> list[float]:
         p = np.clip(np.asarray(await self.inner.score(histories), float), 0.0, 1.0)
+        if self.calibration is not None:
+            p = np.clip(self.calibration(p), 0.0, 1.0)
         p = p ** self.sharpen
         return [float(v) for v in self.beta * np.logaddexp(np.log1p(-p + 1e-12),
                                                             np.log(p + 1e-12) + 1 / self.beta)]
@@ -85,7 +93,8 @@ class ValueFactory:
             from amc.value.scorers import LearnedValue
 
             self.selection = LearnedValue.load(cell.value_model, device="cpu", cache_size=65536)
-            self._shared = SoftBinaryValue(self.selection, cell.beta, cell.sharpen)
+            self._shared = SoftBinaryValue(self.selection, cell.beta, cell.sharpen,
+                                           load_calibration(cell.value_model))
         elif cell.value == "none":
             self._shared = ZeroValue()
 
@@ -100,6 +109,14 @@ class ValueFactory:
         return self._by_budget[budget]
 
 
+def load_calibration(model_dir: str | Path) -> Any:
+    """The model's fitted calibration (None when the value stage fitted none)."""
+    from amc.value.calibration import Calibration
+
+    path = Path(model_dir) / CALIBRATION_FILE
+    return Calibration.from_dict(json.loads(path.read_text())) if path.is_file() else None
+
+
 def method_row(res: Any) -> dict[str, Any]:
     """What a row keeps of one method's task result (metrics, prior calls, tokens)."""
     u = res.usage
@@ -110,12 +127,13 @@ def method_row(res: Any) -> dict[str, Any]:
 async def run_cell(cell: CellParams, progress: bool = False) -> list[dict[str, Any]]:
     """One row per (task, seed): Best-of-N and AMC at equal N, same seed (paired)."""
     suite = make_suite(cell)
-    prior = PlannerMixPrior(suite, load_planner("textcraft"), PlannerMixOptions(q=cell.q))
+    prior = PlannerMixPrior(suite, load_planner("textcraft"),
+                            PlannerMixOptions(q=cell.q, menu_form=cell.menu_form))
     values = ValueFactory(cell, suite, prior)
     rows = []
     tasks = split_tasks(suite, cell)
     for i, task in enumerate(tasks):
-        budget = task_budget(suite, task, cell.slack)
+        budget = task_budget(suite, task, cell.slack, cell.menu_form, cell.fixed_budget)
         smc = smc_config(cell, budget)
         bon = parse_method(f"bon@{cell.n}", smc, ValueConfig()).smc
         amc = parse_method(f"smc@{cell.n}", smc, ValueConfig()).smc
@@ -170,6 +188,10 @@ def cell_name(cell: CellParams) -> str:
     return (f"{cell.split}-d{cell.depth}-q{cell.q:g}-b{cell.beta:g}-{sched}-n{cell.n}-"
             f"{cell.value}-s{cell.slack}-seeds{len(cell.seeds)}"
             + (f"-x{cell.sharpen:g}" if cell.sharpen != 1 else "")
+            + ("-menu" if cell.menu_form else "")
+            + (f"-v{cell.val_tasks}r{cell.val_seed}"
+               if cell.split == "validation" and cell.val_sample == "random" else "")
+            + (f"-B{cell.fixed_budget}" if cell.fixed_budget else "")
             + (f"-t{cell.max_tasks}" if cell.max_tasks else ""))
 
 

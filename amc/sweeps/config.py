@@ -1,9 +1,10 @@
 """The typed ``sweeps/params.yaml``: one sweep cell, and the learned value it may use.
 
 A cell is one configuration of the comparison AMC vs Best-of-N at equal N. Task split:
-TextCraft's generated split has ``train`` and ``test`` only, so the last ``val_tasks`` tasks of
-``train`` form the validation split (settings are chosen there) and the learned value trains on
-the rest; reports use ``test``. The step budget of a task is its optimal plan's length plus
+TextCraft's generated split has ``train`` and ``test`` only, so ``val_tasks`` tasks of ``train``
+(a seeded random sample; the id tail in cells recorded before issue 30) form the validation
+split (settings are chosen there) and the learned value trains on the rest; reports use
+``test``. The step budget of a task is its optimal plan's length plus
 ``slack`` (TextCraft plans differ in length, so a schedule "every k steps" is written per task).
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from amc.config import Frozen, load_yaml
 
@@ -23,11 +24,17 @@ class CellParams(Frozen):
     """One sweep cell: prior skill, target, schedule, particles, value, budget and tasks."""
 
     split: Literal["validation", "test"] = "test"
-    """validation: last val_tasks of TextCraft's train split (choose settings); test: report."""
+    """validation: val_tasks of TextCraft's train split (choose settings); test: report."""
     depth: int = Field(2, ge=1, le=4)
     """Crafting depth of the tasks (min = max depth)."""
-    val_tasks: int = Field(54, ge=1)
-    """Size of the validation split carved from the end of the train split."""
+    val_tasks: int = Field(116, ge=1)
+    """Size of the validation split carved from the train split (116: the declared protocol's
+    size for a paired interval within +-0.05, ``sweeps/protocol-issue30.yaml``)."""
+    val_sample: Literal["random", "tail"] = "random"
+    """random: a seeded random sample of the train tasks; tail: the last val_tasks of the list
+    (every cell recorded before the key existed)."""
+    val_seed: int = 0
+    """Seed of the random validation sample (with the depth)."""
     max_tasks: int | None = Field(None, ge=1)
     """Only the first max_tasks tasks of the split (None = all)."""
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
@@ -57,6 +64,13 @@ class CellParams(Frozen):
     (0.09 / 0.3)^k of the live one's weight. Chosen on validation cells like beta."""
     slack: int = Field(1, ge=0)
     """Step budget = optimal plan length + slack."""
+    menu_form: bool = True
+    """planner-mix writes its actions in the menu's own form (``get 9 ice`` twice, never an
+    off-menu ``get 18 ice`` that marks a step as the planner's); the plan length of the budget
+    is then the menu-form plan's. False: as every cell recorded before the key existed."""
+    fixed_budget: int | None = Field(None, ge=1)
+    """One step budget for every task of the cell (a cell has one depth: a budget per depth,
+    which says nothing of a task's plan); None: plan length + slack."""
     value_model: str = "models/value"
     """Directory of the learned value (written by the ``value`` stage)."""
     out_file: str = "out/runs.json"
@@ -80,16 +94,45 @@ class ValueParams(Frozen):
     """Only the first max_tasks value-training tasks (None = all; toy runs and tests)."""
     slack: int = Field(1, ge=0)
     """Budget of the rollouts = plan length + slack (as the cells')."""
+    menu_form: bool = True
+    """planner-mix's actions in the menu's own form (as the cells' ``menu_form``)."""
+    fixed_budget: int | None = Field(None, ge=1)
+    """One budget for every rollout (as the cells' ``fixed_budget``); None: plan + slack."""
     sizes: tuple[int, ...] = (250, 500, 1000, 2000)
     """Training-set sizes (states) of the quality-vs-size curve."""
     history_k: int = Field(8, ge=0)
     """Most recent (state, action) pairs in the rendered state."""
     max_length: int = Field(96, ge=16)
     """Token budget of the encoder input."""
-    show_budget: bool = True
-    """Render the steps left of the task's budget (a finite-horizon value needs them)."""
+    show_budget: bool = False
+    """Render ``[STEPS LEFT] k of T``; only with ``fixed_budget`` (a per-task budget of plan
+    length + slack would tell the value the optimal plan's length of an unseen goal)."""
     epochs: int = Field(60, ge=1)
     """Head epochs (early stopping on validation Pearson)."""
+    loss: Literal["mse", "bce"] = "mse"
+    """mse: regression of the future reward; bce: a Bernoulli head (sigmoid, log-loss) for the
+    binary success, the likelihood that fits the reward."""
+    state_rollouts: int = Field(0, ge=0)
+    """K more prior rollouts from every visited train/validation state; its target becomes
+    the mean of the realised return and those K (:mod:`amc.sweeps.value_targets`)."""
+    targets: Literal["return", "td"] = "return"
+    """return: the (averaged) realised return; td: lambda-returns bootstrapped from a first
+    head over each trajectory."""
+    td_lambda: float = Field(0.8, ge=0, le=1)
+    """lambda of the ``td`` targets (1 = the realised return)."""
+    smc_states: bool = False
+    """Also train on the states AMC (rollout value, ``smc_n`` particles) visits on the
+    value-training tasks, with fresh-rollout targets."""
+    smc_n: int = Field(4, ge=1)
+    """Particles of the AMC runs whose states ``smc_states`` adds."""
+    smc_beta: float = Field(0.05, gt=0)
+    """beta of those AMC runs (their own, so a cell's beta does not retrain the value)."""
+    smc_every: int = Field(2, ge=1)
+    """Those AMC runs resample after steps k, 2k, ... (M = ``cell.rollouts`` rollouts)."""
+    calibration: Literal["none", "platt", "isotonic", "power"] = "none"
+    """Monotone map of p fitted on the value dataset's validation states against their binary
+    outcome (:mod:`amc.value.calibration`), saved as ``calibration.json`` beside the model and
+    applied by the cells before the soft value; power fits the old exponent by the same rule."""
     seed: int = 0
     """Seed of rollouts, split and head."""
     work_dir: str = "work/value"
@@ -100,6 +143,22 @@ class ValueParams(Frozen):
     """Quality vs dataset size (committed as evidence)."""
     tracking_uri: str | None = None
     """MLflow tracking URI (None: the default)."""
+
+    @model_validator(mode="after")
+    def _no_plan_length_shown(self) -> ValueParams:
+        if self.show_budget and self.fixed_budget is None:
+            raise ValueError("value.show_budget needs value.fixed_budget: a budget of plan "
+                             "length + slack shown to the value encodes the optimal plan length")
+        return self
+
+
+LEGACY_CELL: dict[str, object] = {"val_sample": "tail", "menu_form": False}
+"""What a cell recorded before issue 30 meant by the keys it lacks (see :func:`recorded_cell`)."""
+
+
+def recorded_cell(cell: dict[str, object]) -> CellParams:
+    """The :class:`CellParams` of a committed record's ``cell`` (older records: their meaning)."""
+    return CellParams.model_validate({**LEGACY_CELL, **cell})
 
 
 class SweepParams(Frozen):

@@ -34,6 +34,7 @@ from amc.sweeps.report import (
     superseded_section,
     value_section,
 )
+from amc.sweeps.report_closed import closed_section, split_closed
 
 FACTORS = ("q", "beta", "schedule", "n", "slack")
 
@@ -60,6 +61,7 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
            plots: Path | None, link: str,
            values: dict[str, dict[str, Any]] | None = None) -> str:
     """The whole document (plots written under ``plots`` when given, linked as ``link/``)."""
+    runs, after = split_closed(runs)
     runs, old = split_superseded(runs, quality)
     parts = [intro(runs)]
     best = best_regime(runs)
@@ -71,6 +73,7 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
     for f in FACTORS:
         parts.append(factor_section(runs, f, plots, link))
     parts.append(cannot_win(runs))
+    parts.append(closed_section(after, values or {}))
     parts.append(superseded_section(old, values or {}))
     parts.append(quality_section(quality, plots, link))
     return "\n".join(p for p in parts if p).rstrip() + "\n"

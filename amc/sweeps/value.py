@@ -1,7 +1,7 @@
 """The sweep's learned V_theta: planner-mix rollouts of train tasks -> head-mode MiniLM value.
 
 Data: for every value-training task (TextCraft's train split minus the sweep's validation
-tail, :func:`amc.sweeps.cell.value_train_tasks`), ``rollouts`` independent episodes of the
+sample, :func:`amc.sweeps.tasks.value_train_tasks`), ``rollouts`` independent episodes of the
 ``planner-mix`` prior at each skill of ``q_grid`` (the sweep varies q and one value serves every
 cell), budget = plan length + ``slack``, binary reward. Each visited state becomes a row whose
 target is the realised future reward (:func:`amc.value.data.build_dataset`, split by task).
@@ -29,7 +29,7 @@ import numpy as np
 from amc.config import SMCConfig
 from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_planner
 from amc.smc.sampler import run_task
-from amc.sweeps.cell import dir_hash
+from amc.sweeps.cell import CALIBRATION_FILE, dir_hash
 from amc.sweeps.config import CellParams, ValueParams, load_sweep_params
 from amc.sweeps.tasks import make_suite, task_budget, value_train_tasks
 from amc.types import History
@@ -50,10 +50,11 @@ async def rollouts(vp: ValueParams, cell: CellParams) -> list[tuple[float, Histo
     suite = make_suite(cell)
     out: list[tuple[float, History]] = []
     for qi, q in enumerate(vp.q_grid):
-        prior = PlannerMixPrior(suite, load_planner("textcraft"), PlannerMixOptions(q=q))
-        for task in value_train_tasks(suite, cell.val_tasks)[: vp.max_tasks]:
-            smc = SMCConfig(n_particles=vp.rollouts, max_steps=task_budget(suite, task, vp.slack),
-                            resample="never")
+        prior = PlannerMixPrior(suite, load_planner("textcraft"),
+                                PlannerMixOptions(q=q, menu_form=vp.menu_form))
+        for task in value_train_tasks(suite, cell)[: vp.max_tasks]:
+            budget = task_budget(suite, task, vp.slack, vp.menu_form, vp.fixed_budget)
+            smc = SMCConfig(n_particles=vp.rollouts, max_steps=budget, resample="never")
             res = await run_task(suite=suite, prior=prior, value=ZeroValue(), task_id=task,
                                  smc=smc, seed=vp.seed * 1000 + qi, method="bon")
             out.extend((q, h) for h in histories_from_record(res.to_dict()))
@@ -62,19 +63,24 @@ async def rollouts(vp: ValueParams, cell: CellParams) -> list[tuple[float, Histo
 
 
 async def ceiling(tagged: list[tuple[float, History]], tasks: set[str], vp: ValueParams,
-                  cell: CellParams) -> dict[str, Any]:
+                  cell: CellParams, by_key: dict[Any, float] | None = None) -> dict[str, Any]:
     """The Monte-Carlo rollout value's quality on the held-out states: the learned value's ceiling.
 
     Every state of every held-out episode (tasks ``tasks``) is scored by p(s) = the mean
     future reward of ``cell.rollouts`` rollouts of the prior *at the episode's own q* (the
     ``rollout`` value of the cells, which knows the state and the skill exactly), then measured
-    with the learned value's metrics against the same realised targets.
+    with the learned value's metrics against the same realised targets. ``by_key`` (when
+    given) receives each state's p by (task, trajectory, step) row key.
     """
+    from amc.value.targets import keyed
+
+    traj = {id(h): g for _, g, h in keyed([h for _, h in tagged])}
     suite = make_suite(cell)
     threshold = dataset_options(vp).success_threshold  # the dataset's definition of success
     cols: dict[str, list[Any]] = {k: [] for k in ("pred", "target", "so_far", "success", "g")}
     for q in sorted({q for q, _ in tagged}):
-        prior = PlannerMixPrior(suite, load_planner("textcraft"), PlannerMixOptions(q=q))
+        prior = PlannerMixPrior(suite, load_planner("textcraft"),
+                                PlannerMixOptions(q=q, menu_form=vp.menu_form))
         for h in (h for qq, h in tagged if qq == q and h.task_id in tasks):
             rv = RolloutValue(suite, prior, 1.0, RolloutValueOptions(
                 n_rollouts=cell.rollouts, max_steps=h.budget or len(h.steps), seed=vp.seed))
@@ -83,6 +89,8 @@ async def ceiling(tagged: list[tuple[float, History]], tasks: set[str], vp: Valu
             for t in range(len(h.steps) + 1):
                 r, _ = await rv.returns(h.prefix(t))
                 cols["pred"].append(float(r.mean()) if r.size else 0.0)
+                if by_key is not None:
+                    by_key[(h.task_id, traj[id(h)], t)] = cols["pred"][-1]
                 cols["target"].append(togo[t])
                 cols["so_far"].append(float(sum(rewards[:t])))
                 cols["success"].append(sum(rewards) >= threshold)
@@ -101,7 +109,7 @@ def train_config(vp: ValueParams, cache_dir: Path, track: bool) -> Any:
     from amc.value.model import ModelConfig
     from amc.value.train import TrainConfig
 
-    return TrainConfig(model=ModelConfig(max_length=vp.max_length), mode="head",
+    return TrainConfig(model=ModelConfig(max_length=vp.max_length, loss=vp.loss), mode="head",
                        head=HeadConfig(cache_dir=cache_dir, epochs=vp.epochs), seed=vp.seed,
                        device="cpu", env="textcraft", experiment="amc-sweeps-value",
                        tracking_uri=vp.tracking_uri, track=track, register_model=False)
@@ -124,23 +132,72 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
 
     work = Path(vp.work_dir)
     ds = work / "dataset"
+    from amc.sweeps.value_targets import apply_targets, held_out_tasks, smc_histories
+
     tagged = asyncio.run(rollouts(vp, cell))
+    smc: set[int] = set()
+    if vp.smc_states:  # AMC's visited states of the train/validation tasks only
+        held = held_out_tasks(tagged, vp)
+        extra = [(q, h) for q in vp.q_grid for h in asyncio.run(smc_histories(vp, cell, q))
+                 if h.task_id not in held]
+        smc = set(range(len(tagged), len(tagged) + len(extra)))
+        tagged += extra
     card = build_dataset([h for _, h in tagged], ds, dataset_options(vp))
     cfg = train_config(vp, work / "feature-cache", track)
+    targets = apply_targets(ds, tagged, smc, vp, cell, cfg, work)
     curve = quality_vs_size(ds, list(vp.sizes), cfg, work / "quality", progress=progress)
     final = train(ds, cfg, vp.out_dir)
+    calibration = fit_calibration(vp, load_dataset_dir(ds)[0]["validation"])
     held = load_dataset_dir(ds)[0][curve["held_out"]]
-    upper = asyncio.run(ceiling(tagged, set(held["task_id"]), vp, cell))
-    record = {"data": {"q_grid": list(vp.q_grid), "rollouts": vp.rollouts, "slack": vp.slack,
+    ceiling_p: dict[Any, float] = {}
+    upper = asyncio.run(ceiling(tagged, set(held["task_id"]), vp, cell, ceiling_p))
+    offline = offline_record(vp, cell, tagged, held, ceiling_p)
+    record = {"params": vp.model_dump(mode="json"),
+              "data": {"q_grid": list(vp.q_grid), "rollouts": vp.rollouts, "slack": vp.slack,
+                       "menu_form": vp.menu_form, "fixed_budget": vp.fixed_budget,
+                       "show_budget": vp.show_budget,
                        "splits": {s: {k: v for k, v in d.items() if k != "target_histogram"}
                                   for s, d in card["splits"].items()}},
               "curve": curve["rows"], "held_out": curve["held_out"],
               "final": {k: float(v) for k, v in final.best.items()},
+              "calibration": calibration, "targets": targets, "offline": offline,
               "mlflow_run_id": final.run_id, "model_hash": dir_hash(vp.out_dir),
               "ceiling": upper}
     Path(vp.quality_file).parent.mkdir(parents=True, exist_ok=True)
     Path(vp.quality_file).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record
+
+
+def offline_record(vp: ValueParams, cell: CellParams, tagged: list[tuple[float, History]],
+                   held: Any, ceiling_p: dict[Any, float]) -> dict[str, Any]:
+    """Offline figures of the final value (calibrated p) and the ceiling on the held-out
+    states (:mod:`amc.sweeps.offline`)."""
+    from amc.sweeps.cell import load_calibration
+    from amc.sweeps.offline import held_out_figures
+    from amc.value.scorers import LearnedValue
+
+    p = np.asarray(LearnedValue.load(vp.out_dir, device="cpu").score_texts(list(held["text"])))
+    cal = load_calibration(vp.out_dir)
+    p = np.clip(cal(p) if cal is not None else p, 0.0, 1.0)
+    keys = list(zip(held["task_id"], held["traj"], held["step"], strict=True))
+    learned = dict(zip(keys, map(float, p), strict=True))
+    return held_out_figures(make_suite(cell), [h for _, h in tagged], held,
+                            {"learned": learned, "ceiling": ceiling_p}, vp.menu_form)
+
+
+def fit_calibration(vp: ValueParams, val: Any) -> dict[str, Any]:
+    """Fit ``vp.calibration`` on the validation states' (prediction, binary outcome) and save
+    it as ``calibration.json`` in the model directory (nothing written for ``none``)."""
+    from amc.value.calibration import fit
+    from amc.value.scorers import LearnedValue
+
+    if vp.calibration == "none":
+        return {"method": "none", "params": {}}
+    model = LearnedValue.load(vp.out_dir, device="cpu")
+    p = np.asarray(model.score_texts(list(val["text"])), float)
+    cal = fit(vp.calibration, p, np.asarray(val["target"], float) >= 0.5).to_dict()
+    (Path(vp.out_dir) / CALIBRATION_FILE).write_text(json.dumps(cal, indent=1) + "\n")
+    return cal
 
 
 def main() -> None:

@@ -181,3 +181,40 @@ def test_registry_builds_it_and_rejects_a_benchmark_without_planner():
         PRIORS.build("planner-mix", {}, env_name="synthetic", env_options=SyntheticOptions())
     with pytest.raises(ValueError, match="q"):
         PRIORS.build("planner-mix", {"q": 1.5}, env_name="textcraft", env_options={})
+
+
+def test_menu_form_prior_acts_only_on_the_menu_and_solves_in_the_menu_plan(suite):
+    from amc.envs.textcraft.planner import menu_plan
+
+    legacy = prior(suite, 1.0)
+    on_menu = PlannerMixPrior(suite, load_planner("textcraft"),
+                              PlannerMixOptions(q=1.0, menu_form=True))
+    mixed = PlannerMixPrior(suite, load_planner("textcraft"),
+                            PlannerMixOptions(q=0.4, menu_form=True))
+
+    async def off_menu(pr, t, seed=0):
+        h, _ = await episode(suite, pr, t, np.random.default_rng(seed))
+        env, off = suite.make(), 0
+        env.reset(t)
+        for s in h.steps:
+            off += s.action not in textcraft_menu(env)
+            env.step(s.action)
+        return h, off
+
+    async def run_all():
+        legacy_off = 0
+        for t in suite.task_ids("test"):
+            h, off = await off_menu(on_menu, t)
+            assert off == 0 and h.done and h.t == len(menu_plan(suite, t)), t
+            legacy_off += (await off_menu(legacy, t))[1]
+            assert (await off_menu(mixed, t, 3))[1] == 0, t
+        assert legacy_off > 0  # without menu_form the planner's steps stand out
+
+    asyncio.run(run_all())
+
+
+def test_menu_form_needs_a_benchmark_hook(suite):
+    hooks = load_planner("textcraft")
+    bare = type(hooks)(hooks.next_action, hooks.menu)
+    with pytest.raises(ValueError, match="menu-form hook"):
+        PlannerMixPrior(suite, bare, PlannerMixOptions(menu_form=True))

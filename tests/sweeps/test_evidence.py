@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 def record(gain: float, split: str = "test", tasks: int = 30, seed: int = 0, **cell) -> dict:
     """A cell record whose AMC succeeds ``gain`` more often than Best-of-N (seeded rows)."""
     rng = np.random.default_rng(seed)
-    c = CellParams(split=split, **cell).model_dump(mode="json")
+    # cells of the regime before issue 30 (closed-channel cells have their own section)
+    c = CellParams(split=split, **{"menu_form": False, **cell}).model_dump(mode="json")
     rows = []
     for t in range(tasks):
         for s in range(2):

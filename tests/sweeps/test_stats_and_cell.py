@@ -49,7 +49,7 @@ def test_schedules_and_budgets_per_task():
 def test_validation_tail_is_disjoint_from_value_training_and_test():
     cell = CellParams(split="validation", val_tasks=20)
     suite = make_suite(cell)
-    val, train = split_tasks(suite, cell), value_train_tasks(suite, 20)
+    val, train = split_tasks(suite, cell), value_train_tasks(suite, cell)
     assert len(val) == 20 and not set(val) & set(train)
     assert not set(val) & set(split_tasks(suite, CellParams()))
     assert len(split_tasks(suite, CellParams(max_tasks=5))) == 5
@@ -93,3 +93,33 @@ def test_sharpening_raises_the_success_probability_to_a_power_before_the_soft_va
     assert np.exp((plain[0] - plain[1]) / beta) == pytest.approx(0.09 / 0.3, rel=0.01)
     assert cell_name(toy(value="learned", sharpen=3.0)) != cell_name(toy(value="learned"))
     assert "-x" not in cell_name(toy(value="learned"))
+
+
+def test_a_fitted_calibration_maps_p_before_the_soft_value(tmp_path):
+    import json
+
+    from amc.sweeps.cell import CALIBRATION_FILE, SoftBinaryValue, load_calibration
+    from amc.value.calibration import fit
+
+    class Fixed:
+        async def score(self, histories):
+            return [0.1, 0.5, 0.9]
+
+    assert load_calibration(tmp_path) is None  # the stage fitted none: p as trained
+    cal = fit("isotonic", [0.1, 0.1, 0.5, 0.5, 0.9, 0.9], [0, 0, 0, 1, 1, 1])
+    (tmp_path / CALIBRATION_FILE).write_text(json.dumps(cal.to_dict()))
+    loaded = load_calibration(tmp_path)
+    beta = 0.05
+    got = asyncio.run(SoftBinaryValue(Fixed(), beta, calibration=loaded).score([None] * 3))
+    soft = [beta * np.log(1 - p + p * np.exp(1 / beta)) for p in (0.0, 0.5, 1.0)]
+    assert got == pytest.approx(soft, abs=1e-4)  # the doomed state's 0.1 became 0
+
+
+def test_the_value_stage_trains_the_configured_likelihood():
+    from pathlib import Path
+
+    from amc.sweeps.config import ValueParams
+    from amc.sweeps.value import train_config
+
+    assert train_config(ValueParams(loss="bce"), Path("c"), False).model.loss == "bce"
+    assert train_config(ValueParams(), Path("c"), False).model.loss == "mse"

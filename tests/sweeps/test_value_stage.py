@@ -18,7 +18,7 @@ from amc.value.data import load_dataset_dir
 def test_value_stage_records_quality_hash_and_the_ceiling_on_the_same_states(tmp_path: Path):
     vp = ValueParams(q_grid=(0.3, 0.7), rollouts=2, max_tasks=24, sizes=(40,), epochs=2,
                      max_length=64, work_dir=str(tmp_path / "work"), out_dir=str(tmp_path / "m"),
-                     quality_file=str(tmp_path / "q.json"))
+                     quality_file=str(tmp_path / "q.json"), loss="bce", calibration="isotonic")
     cell = CellParams(rollouts=4)
     rec = run(vp, cell, track=False)
     saved = json.loads((tmp_path / "q.json").read_text())
@@ -26,12 +26,42 @@ def test_value_stage_records_quality_hash_and_the_ceiling_on_the_same_states(tmp
         "ceiling"].keys()
     assert rec["model_hash"] == dir_hash(tmp_path / "m")  # what a learned cell records
     dsd, render, card = load_dataset_dir(tmp_path / "work/dataset")
-    assert render.show_budget and card["splits"]["train"]["trajectories"] > 0
+    assert not render.show_budget and card["splits"]["train"]["trajectories"] > 0
     held = dsd[rec["held_out"]]
     up = rec["ceiling"]
     # the ceiling is measured on exactly the held-out states the learned value was
     assert up["states"] == len(held) and up["rollouts"] == 4
     assert all(np.isfinite(up[k]) for k in ("pearson", "auc", "mse"))
     assert 0.0 <= up["auc"] <= 1.0 and rec["curve"][0]["train_states"] == 40
-    assert "[STEPS LEFT]" in held[0]["text"]
+    assert "[STEPS LEFT]" not in held[0]["text"]  # no plan-length budget shown (issue 30)
+    assert rec["data"]["menu_form"] and not rec["data"]["show_budget"]
+    # the Bernoulli head's p, calibrated on the validation states and saved beside the model
+    from amc.sweeps.cell import load_calibration
+
+    cal = load_calibration(tmp_path / "m")
+    assert cal is not None and rec["calibration"]["method"] == "isotonic"
+    assert np.all(np.diff(cal(np.linspace(0, 1, 101))) >= 0)
+    # offline figures of the learned value and of the ceiling on the same held-out states
+    off = rec["offline"]
+    assert off["learned"]["states"] == off["ceiling"]["states"] > 0
+    assert off["ceiling"]["doomed_states"] > 0 and off["ceiling"]["doomed_mean"] <= 0.05
+    assert 0 <= off["learned"]["doomed_mean"] <= 1
     assert set(up["auc_within_by_step"]) <= {str(t) for t in set(held["step"])}
+
+
+@pytest.mark.slow
+def test_value_stage_with_averaged_td_targets_and_smc_states(tmp_path: Path):
+    vp = ValueParams(q_grid=(0.4,), rollouts=2, max_tasks=16, sizes=(30,), epochs=2,
+                     max_length=64, work_dir=str(tmp_path / "work"), out_dir=str(tmp_path / "m"),
+                     quality_file=str(tmp_path / "q.json"), state_rollouts=2, targets="td",
+                     td_lambda=0.5, smc_states=True, smc_n=2)
+    rec = run(vp, CellParams(rollouts=2), track=False)
+    t = rec["targets"]
+    assert t["smc_trajectories"] > 0 and t["retargeted_rows"] > 0 and t["td_rows"] > 0
+    dsd, _, card = load_dataset_dir(tmp_path / "work/dataset")
+    train = dsd["train"]["target"]
+    assert card["targets_replaced"] == t["td_rows"]
+    assert any(0 < y < 1 for y in train)  # averaged / bootstrapped, not only 0/1 draws
+    held = dsd["test"]
+    assert set(held["target"]) <= {0.0, 1.0}  # held-out rows keep their realised targets
+    assert (tmp_path / "work" / "first-head").is_dir()

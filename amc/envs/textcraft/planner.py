@@ -14,18 +14,27 @@ From an empty inventory this reproduces :func:`plan` action for action, so a pol
 follows it solves a task in exactly ``len(plan(book, goal))`` steps; from any other inventory it
 takes the fewest actions the fixed recipe choices allow (items of another tag member than the
 planned one are not counted: the plan stays simple and always executable).
+
+Menu form. The planner fetches a base item's whole missing count at once (``get 72 ice``) while
+the menu offers ``get k item`` only at the counts a listed recipe uses (``get 9 ice``), so its
+actions can be told apart from a menu-prompted agent's. :func:`menu_form` rewrites an action
+into the menu's own form -- a ``get`` at the smallest listed count that covers the shortfall,
+else at the largest listed count (so the fewest menu ``get`` s reach it), a craft as the menu
+writes that recipe (its tag members) -- and :func:`menu_plan` is the resulting plan from an
+empty inventory (what a planner restricted to the menu needs: the budget of such a prior).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from math import ceil
+from typing import Any
 
-from amc.envs.textcraft.actions import menu
-from amc.envs.textcraft.env import TextCraftEnv, listed_recipes
+from amc.envs.textcraft.actions import ActionFailed, Craft, Get, menu, parse
+from amc.envs.textcraft.env import TextCraftEnv, TextCraftSuite, listed_recipes
 from amc.envs.textcraft.recipes import Recipe, RecipeBook, pretty
 from amc.envs.textcraft.tasks import choose_recipes, concrete
 
@@ -116,6 +125,67 @@ def textcraft_menu(env: object) -> list[str] | None:
         if len(_MENUS) > _MENU_CACHE:
             del _MENUS[next(iter(_MENUS))]  # drop the oldest entry (insertion order)
     return list(found)
+
+
+def menu_form(action: str, options: Sequence[str]) -> str:
+    """``action`` as the menu ``options`` write it (itself when listed or when no entry fits).
+
+    ``get n x`` -> ``get k x`` with the smallest listed k >= n, else the largest listed k;
+    ``craft c x using ...`` -> the listed craft of x with the same count and ingredient counts
+    (the menu fills a tag with the held member it prefers)."""
+    if action in options:
+        return action
+    try:
+        act = parse(action, "exact")
+    except ActionFailed:
+        return action
+    if isinstance(act, Get):
+        ks = sorted(o.n for o in _parsed(options, Get) if o.item == act.item)
+        if ks:
+            k = next((k for k in ks if k >= act.n), ks[-1])
+            return f"get {k} {act.item}"
+    elif isinstance(act, Craft):
+        counts = [k for _, k in act.inputs]
+        for text, o in _parsed_text(options, Craft):
+            if (o.output, o.count, [k for _, k in o.inputs]) == (act.output, act.count, counts):
+                return text
+    return action
+
+
+def _parsed_text(options: Sequence[str], kind: type) -> list[tuple[str, Any]]:
+    out = []
+    for text in options:
+        try:
+            act = parse(text, "exact")
+        except ActionFailed:
+            continue
+        if isinstance(act, kind):
+            out.append((text, act))
+    return out
+
+
+def _parsed(options: Sequence[str], kind: type) -> list[Any]:
+    return [a for _, a in _parsed_text(options, kind)]
+
+
+def textcraft_menu_form(env: object, action: str) -> str:
+    """Menu-form hook of the planner-mix prior: :func:`menu_form` against the state's menu."""
+    return menu_form(action, textcraft_menu(env) or ())
+
+
+def menu_plan(suite: TextCraftSuite, task_id: str, limit: int = 200) -> list[str]:
+    """The menu-form planner's actions from an empty inventory until the goal is held."""
+    env = suite.make()
+    env.reset(task_id)
+    actions: list[str] = []
+    while not env.done:
+        a = textcraft_next_action(env)
+        if a is None or len(actions) >= limit:
+            raise RuntimeError(f"menu-form planner does not finish task {task_id}")
+        actions.append(textcraft_menu_form(env, a))
+        if "error" in env.step(actions[-1]).info:
+            raise RuntimeError(f"menu-form action {actions[-1]!r} fails in task {task_id}")
+    return actions
 
 
 _MENU_CACHE = 65536

@@ -1,0 +1,57 @@
+"""Offline figures on hand-built held-out states: the low end, not only the ranking.
+
+Two values with the same within-(task, step) ranking differ only in how they score doomed
+states: the figures must tell them apart where the AUC cannot.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from amc.value.offline import doomed_weight, offline_figures, predictiveness
+
+
+def states():
+    groups = [("t", s) for s in range(4) for _ in range(3)]
+    success = np.array([1, 0, 0] * 4, bool)
+    doomed = np.array([0, 0, 1] * 4, bool)  # the third state of each group cannot succeed
+    sharp = np.array([0.6, 0.2, 0.0] * 4)  # the ceiling: doomed exactly 0
+    soft = np.array([0.6, 0.2, 0.1] * 4)  # same ranking, doomed scored low but not 0
+    return groups, success, doomed, sharp, soft
+
+
+def test_same_ranking_different_low_end():
+    groups, success, doomed, sharp, soft = states()
+    a = offline_figures(sharp, success, groups, doomed)
+    b = offline_figures(soft, success, groups, doomed)
+    assert a["auc_within"] == b["auc_within"] == 1.0
+    assert a["doomed_mean"] == 0.0 and b["doomed_mean"] == pytest.approx(0.1)
+    assert a["doomed_weight"] == 0.0 and b["doomed_weight"] == pytest.approx(0.1 / 0.4)
+    assert b["log_loss"] > a["log_loss"]
+    # below 0.2: sharp holds only the doomed zeros (mean 0), soft the 0.1s (mean 0.1, rate 0)
+    assert a["small_p_mean"] == 0.0 and b["small_p_ratio"] == float("inf")
+
+
+def test_doomed_weight_is_per_group_and_a_succeeding_doomed_state_is_refused():
+    p = np.array([0.5, 0.1, 0.2, 0.2])
+    d = np.array([False, True, False, True])
+    assert doomed_weight(p, d, ["a", "a", "b", "b"]) == pytest.approx((0.2 + 1.0) / 2)
+    with pytest.raises(ValueError, match="mask is wrong"):
+        offline_figures(p, [1, 1, 0, 0], ["a", "a", "b", "b"], d)
+    with pytest.raises(ValueError, match="one non-zero length"):
+        offline_figures(p, [1, 0], ["a"] * 4)
+
+
+def test_predictiveness_ranks_figures_by_their_spearman_with_the_gain():
+    gain = {"v1": 0.02, "v2": 0.10, "v3": 0.18, "v4": 0.20}
+    figs = {  # doomed weight falls as the gain rises; AUC does not move with it
+        "v1": {"auc_within": 0.74, "doomed_weight": 0.5, "log_loss": 0.5},
+        "v2": {"auc_within": 0.73, "doomed_weight": 0.3, "log_loss": 0.45},
+        "v3": {"auc_within": 0.75, "doomed_weight": 0.1, "log_loss": 0.46},
+        "v4": {"auc_within": 0.72, "doomed_weight": 0.0, "log_loss": 0.4},
+    }
+    r = predictiveness(figs, gain)
+    assert r["doomed_weight"] == pytest.approx(1.0)
+    assert r["auc_within"] < 0.5 and r["log_loss"] == pytest.approx(0.8)
+    assert np.isnan(r["small_p_ratio"])  # not measured for any variant
