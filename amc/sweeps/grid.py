@@ -81,7 +81,7 @@ def candidates(bench: str) -> list[dict[str, Any]]:
     g = GRIDS[bench]
     out = []
     for value in g.values:
-        betas = (g.none_beta,) if value == "none" else g.beta
+        betas = declared_betas(bench, value)
         for n in g.n:
             for q in g.q:
                 out += [cell(g, "validation", q=q, n=n, beta=b, value=value) for b in betas]
@@ -105,10 +105,27 @@ def of_bench(runs: Sequence[dict[str, Any]], bench: str, split: str) -> list[dic
                                                     for k, v in base.items())]
 
 
+def declared_betas(bench: str, value: str) -> tuple[float, ...]:
+    g = GRIDS[bench]
+    return (g.none_beta,) if value == "none" else g.beta
+
+
+def complete(runs: Sequence[dict[str, Any]], bench: str) -> list[dict[str, Any]]:
+    """Validation records of the (q, N, value) settings whose every declared beta has run
+    (a choice among some of the candidates is not the declared rule)."""
+    recs = of_bench(runs, bench, "validation")
+    seen: dict[tuple[Any, ...], set[float]] = {}
+    for r in recs:
+        seen.setdefault(_key(r["cell"]), set()).add(r["cell"]["beta"])
+    return [r for r in recs
+            if set(declared_betas(bench, r["cell"]["value"])) <= seen[_key(r["cell"])]]
+
+
 def choose(runs: Sequence[dict[str, Any]], bench: str) -> list[dict[str, Any]]:
-    """Per (q, N, value): the validation record with the largest AMC - BoN (ties: larger beta)."""
+    """Per (q, N, value) with every declared beta run on validation: the record with the
+    largest AMC - BoN (ties: larger beta)."""
     best: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for r in of_bench(runs, bench, "validation"):
+    for r in complete(runs, bench):
         k, c = _key(r["cell"]), r["cell"]
         old = best.get(k)
         if old is None or (_diff(r), c["beta"]) > (_diff(old), old["cell"]["beta"]):

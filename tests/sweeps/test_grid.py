@@ -44,6 +44,10 @@ def test_choose_takes_the_largest_validation_gain_per_setting_ties_to_the_larger
             record(0.4, 4, 0.5, "rollout", [0.9, 0.9], split="test"),  # test never chooses
             record(0.4, 4, 0.5, "rollout", [0.9, 0.9], budget=9),  # another base: not ours
             record(0.4, 4, 0.5, "rollout", [0.9, 0.9], benchmark="textcraft"),
+            record(0.4, 4, 0.5, "rollout", [0.0, 0.0]),
+            record(0.3, 4, 0.1, "rollout", [0.0, 0.0]), record(0.3, 4, 0.25, "rollout", [0.0, 0.0]),
+            record(0.3, 4, 0.5, "rollout", [-0.1, 0.0]),
+            record(0.6, 4, 0.05, "rollout", [0.5, 0.5]),  # 1 of 4 betas run: not chosen yet
             record(0.4, 4, 0.1, "none", [0.0, 0.0])]
     chosen = {(r["cell"]["q"], r["cell"]["value"]): r["cell"]["beta"]
               for r in choose(runs, "webshop")}
