@@ -36,7 +36,7 @@ def p_value(rec: dict[str, Any], metric: str = "oracle_best") -> str:
     rows = rec["rows"]
     r = paired_sign_flip([x["task_id"] for x in rows], [x["bon"]["metrics"][metric] for x in rows],
                          [x["amc"]["metrics"][metric] for x in rows])
-    return f"{r.p:.2g}" + ("" if r.exact else " (MC)")
+    return str(r)
 
 
 def setting(cell: dict[str, Any]) -> str:
@@ -183,7 +183,7 @@ def hidden_tables(recs: list[dict[str, Any]]) -> str:
             out.append(f"| {r['cell']['split']}: {setting(r['cell'])} | {LABEL[s['selection']]} "
                        f"| {s['bon']:.3f} | {s['amc']:.3f} | {lb[0]:.3f} [{lb[1]:.3f}, "
                        f"{lb[2]:.3f}] | {la[0]:.3f} [{la[1]:.3f}, {la[2]:.3f}] | "
-                       f"{d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}] | {s['p']:.2g} |")
+                       f"{d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}] | {s['p']} |")
     return "\n".join(out) + "\n"
 
 

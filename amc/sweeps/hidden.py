@@ -135,5 +135,5 @@ def selection_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({"selection": metric, "bon": d.a, "amc": d.b,
                     "loss_bon": loss_interval(tasks, lb), "loss_amc": loss_interval(tasks, la),
                     "diff": (d.d.mean, d.d.lo, d.d.hi),
-                    "p": paired_sign_flip(tasks, sel["bon"], sel["amc"]).p})
+                    "p": paired_sign_flip(tasks, sel["bon"], sel["amc"])})
     return out

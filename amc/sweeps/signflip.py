@@ -31,6 +31,16 @@ class SignFlip:
     """Number of task clusters (n)."""
     exact: bool
     """Whether every assignment was enumerated (else ``draws`` random ones)."""
+    draws: int = 0
+    """Random assignments drawn (0 when exact)."""
+
+    def __str__(self) -> str:
+        """``0.012``, or ``0.012 (MC)``; at the Monte-Carlo floor ``< 2e-05 (MC)``."""
+        if self.exact:
+            return f"{self.p:.2g}"
+        if self.p <= 1.5 / (self.draws + 1):
+            return f"< {2 / (self.draws + 1):.0e} (MC)"
+        return f"{self.p:.2g} (MC)"
 
 
 def task_differences(tasks: Sequence[str], d: Sequence[float]) -> np.ndarray:
@@ -59,7 +69,7 @@ def sign_flip_p(d: Sequence[float] | np.ndarray, draws: int = 100_000,
     for start in range(0, draws, 10_000):
         s = rng.choice((-1.0, 1.0), size=(min(10_000, draws - start), n))
         hits += int(np.sum(np.abs(s @ x) >= observed))
-    return SignFlip(hits / (draws + 1), n, False)
+    return SignFlip(hits / (draws + 1), n, False, draws)
 
 
 def paired_sign_flip(tasks: Sequence[str], a: Sequence[float], b: Sequence[float],

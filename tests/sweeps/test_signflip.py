@@ -26,7 +26,9 @@ def test_above_the_exact_limit_a_seeded_monte_carlo_close_to_the_exact_value() -
     assert not mc.exact and mc.tasks == 21
     assert mc.p == pytest.approx(exact, abs=0.01)
     assert sign_flip_p(many, draws=50_000).p == sign_flip_p(many, draws=50_000).p  # seeded
-    assert 0 < sign_flip_p([5.0] * 40, draws=1000).p <= 2 / 1001  # never 0
+    floor = sign_flip_p([5.0] * 40, draws=1000)
+    assert 0 < floor.p <= 2 / 1001 and str(floor) == "< 2e-03 (MC)"  # never 0: a bound
+    assert str(mc).endswith(" (MC)") and str(sign_flip_p([1.0, 1.0])) == "0.5"
 
 
 def test_rows_are_clustered_by_task_before_flipping() -> None:
