@@ -122,20 +122,34 @@ def summary_section(runs: list[dict[str, Any]], cost: dict[str, Any] | None) -> 
     return "\n".join(lines) + "\n"
 
 
+def pair_seconds(cost: dict[str, Any], n: int, budget: int, every: int) -> float:
+    """Estimated seconds of one SciWorld (task, seed) pair without a value: both methods pay
+    a menu and a step per particle step; AMC pays about N/2 forks per resampling."""
+    med = {k: sorted(cost[k])[len(cost[k]) // 2] for k in ("menu", "fork", "step")}
+    resamplings = max(0, (budget - 1) // every)
+    return 2 * n * budget * (med["menu"] + med["step"]) + resamplings * n / 2 * med["fork"]
+
+
 def sciworld_cost_sentence(cost: dict[str, Any] | None) -> str:
     if not cost:
         return ""
     med = {k: sorted(cost[k])[len(cost[k]) // 2] for k in ("menu", "fork", "step")}
+    g = grid.GRIDS["sciworld"]
+    b, every, n = g.base["budget"], g.base["every"], g.n[0]
+    pair = pair_seconds(cost, n, b, every)
+    pairs = {s: len(seeds) for s, seeds in g.seeds.items()}
     return (f"Measured per-step cost ({cost['conditions']}; pool of {cost['pool_size']} JVMs; "
             "docs/benchmarks.md has a quieter machine's figures): action menu "
             f"{med['menu']:.2f} s (median, {cost['menu_len']} actions), step "
             f"{med['step']:.2f} s, verified-replay fork {med['fork']:.1f} s, gold path "
-            f"{cost['gold_s_per_task']:.1f} s per game; a rollout value needs M × remaining "
-            "steps × (menu + step) plus a fork per rollout for every particle state it scores, "
-            "and ScienceWorld cannot be replayed in process (the replay cache refuses I/O-bound "
-            "environments), so the rollout ceiling needs its own forking implementation "
-            "before it can run; the declared SciWorld cells (no value) are sized from these "
-            "costs.")
+            f"{cost['gold_s_per_task']:.1f} s per game. So one (task, seed) pair of the "
+            f"declared cells (N = {n}, budget {b}, resampling every {every}, no value) costs "
+            f"about {pair:.0f} s at these figures ({pairs['validation']} seed(s) per "
+            f"validation task, {pairs['test']} per test task). A rollout value pays, for every "
+            "particle state it scores, M rollouts of up to the remaining steps, each step a "
+            "menu and a step and each rollout a fork -- and ScienceWorld cannot be replayed "
+            "in process (the replay cache refuses I/O-bound environments), so the rollout "
+            "ceiling needs its own forking implementation before it can run on SciWorld.")
 
 
 def webshop_section(runs: list[dict[str, Any]]) -> str:
@@ -148,7 +162,10 @@ def webshop_section(runs: list[dict[str, Any]]) -> str:
            "The fixture catalog that ships with the project (198 generated goals; test = "
            "goals 5..54, validation = the last 48 train goals), the graded score (attribute, "
            "option, type and price match), one budget for every task. ✓: chosen on "
-           "validation.\n",
+           "validation. Reproduce: `cd sweeps && bash queue_bench.sh validation webshop && "
+           "dvc queue start -j 1`, `python -m amc.sweeps.harvest --repo .. --out ../evidence`, "
+           "then `bash queue_bench.sh test webshop` (the test twins of the chosen cells) and "
+           "again; `python -m amc.sweeps.evidence` from the root.\n",
            "| split | setting | pairs (tasks) | Best-of-N | AMC | AMC − BoN [95% CI] | "
            "sign-flip p | success AMC − BoN | prior calls AMC/BoN |",
            "|---|---|---|---|---|---|---|---|---|"]

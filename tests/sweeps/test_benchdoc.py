@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from amc.sweeps.benchdoc import summary_section, webshop_section
 from amc.sweeps.config import CellParams
@@ -70,3 +71,15 @@ def test_textcraft_tables_ignore_other_benchmarks_and_the_summary_comes_first():
     head = both.index("## Per-benchmark summary")
     assert head < both.index("## Goal") and "| textcraft |" in both
     assert "## TextCraft: success is observable" in both
+
+
+def test_sciworld_pairs_are_sized_from_the_measured_step_cost():
+    from amc.sweeps.benchdoc import pair_seconds, sciworld_cost_sentence
+
+    cost = {"menu": [1.0, 2.0, 3.0], "step": [0.1], "fork": [4.0, 5.0], "conditions": "idle",
+            "pool_size": 2, "menu_len": 300, "gold_s_per_task": 1.5}
+    # 2 methods x 4 particles x 10 steps x (2 + 0.1) s + 4 resamplings x 2 forks x 5 s
+    assert pair_seconds(cost, 4, 10, 2) == pytest.approx(168 + 40)
+    text = sciworld_cost_sentence(cost)
+    assert "action menu 2.00 s" in text and "costs about 208 s" in text
+    assert sciworld_cost_sentence(None) == ""
