@@ -19,6 +19,7 @@ import asyncio
 import json
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +29,19 @@ from amc.config import SMCConfig, ValueConfig
 from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_planner
 from amc.smc.methods import parse_method
 from amc.smc.sampler import run_task
+from amc.sweeps.bench import bench_budget, make_bench_suite
 from amc.sweeps.config import CellParams, load_sweep_params
+from amc.sweeps.hidden import hidden_metrics
 from amc.sweeps.stats import paired
-from amc.sweeps.tasks import make_suite, split_tasks, task_budget
+from amc.sweeps.tasks import split_tasks
 from amc.value.digest import model_hash
 from amc.value.rollout import RolloutValue, RolloutValueOptions
 from amc.value.simple import ZeroValue
 
 CALIBRATION_FILE = "calibration.json"
 """The value's fitted calibration in its model directory (:mod:`amc.value.calibration`)."""
-METRICS = ("oracle_best", "deployable_reward", "max_weight_reward", "weighted_mean_reward")
+METRICS = ("oracle_best", "deployable_reward", "max_weight_reward", "weighted_mean_reward",
+           "max_weight_masked_reward", "mode_reward", "success")
 """Task metrics summarised per cell (whatever else run_task reports is kept in the rows)."""
 
 
@@ -117,23 +121,33 @@ def load_calibration(model_dir: str | Path) -> Any:
     return Calibration.from_dict(json.loads(path.read_text())) if path.is_file() else None
 
 
-def method_row(res: Any) -> dict[str, Any]:
-    """What a row keeps of one method's task result (metrics, prior calls, tokens)."""
+def method_row(res: Any, beta: float | None = None) -> dict[str, Any]:
+    """What a row keeps of one method's task result (metrics, prior calls, tokens); with
+    ``beta``, also the reward-free selections of :mod:`amc.sweeps.hidden`."""
     u = res.usage
-    return {"metrics": {k: float(v) for k, v in res.metrics.items()}, "calls": u.calls,
+    metrics = {k: float(v) for k, v in res.metrics.items()}
+    if beta is not None:
+        metrics.update(hidden_metrics(res, beta))
+    return {"metrics": metrics, "calls": u.calls,
             "tokens": u.prompt_tokens + u.completion_tokens}
 
 
 async def run_cell(cell: CellParams, progress: bool = False) -> list[dict[str, Any]]:
     """One row per (task, seed): Best-of-N and AMC at equal N, same seed (paired)."""
-    suite = make_suite(cell)
-    prior = PlannerMixPrior(suite, load_planner("textcraft"),
-                            PlannerMixOptions(q=cell.q, menu_form=cell.menu_form))
+    if cell.value == "learned" and cell.benchmark != "textcraft":
+        raise ValueError(f"no learned value for {cell.benchmark} yet (the value stage is "
+                         "TextCraft's): use value rollout or none")
+    suite = make_bench_suite(cell)
+    # menu_form rewrites TextCraft's planner actions (the other planners emit menu actions)
+    menu_form = cell.menu_form and cell.benchmark == "textcraft"
+    prior = PlannerMixPrior(suite, load_planner(cell.benchmark),
+                            PlannerMixOptions(q=cell.q, menu_form=menu_form))
+    hidden = None if cell.benchmark == "textcraft" else cell.beta  # reward-free selections
     values = ValueFactory(cell, suite, prior)
     rows = []
     tasks = split_tasks(suite, cell)
     for i, task in enumerate(tasks):
-        budget = task_budget(suite, task, cell.slack, cell.menu_form, cell.fixed_budget)
+        budget = bench_budget(suite, cell, task)
         smc = smc_config(cell, budget)
         bon = parse_method(f"bon@{cell.n}", smc, ValueConfig()).smc
         amc = parse_method(f"smc@{cell.n}", smc, ValueConfig()).smc
@@ -143,7 +157,7 @@ async def run_cell(cell: CellParams, progress: bool = False) -> list[dict[str, A
             r_amc = await run_task(suite=suite, prior=prior, value=values(budget), task_id=task,
                                    smc=amc, seed=seed, method="amc", selection=values.selection)
             rows.append({"task_id": task, "seed": seed, "budget": budget,
-                         "bon": method_row(r_bon), "amc": method_row(r_amc)})
+                         "bon": method_row(r_bon, hidden), "amc": method_row(r_amc, hidden)})
         if progress:
             print(f"task {i + 1}/{len(tasks)}", file=sys.stderr, flush=True)
     await prior.aclose()
@@ -185,6 +199,10 @@ def cell_name(cell: CellParams) -> str:
     """A readable, unique-per-configuration name (the evidence file's stem)."""
     sched = {"every": f"every{cell.every}", "ess": f"ess{cell.rho:g}",
              "fixed": "fixed" + "-".join(map(str, cell.steps))}[cell.schedule]
+    if cell.benchmark != "textcraft":  # a fixed budget; no depth nor slack
+        return (f"{cell.split}-{cell.benchmark}-B{cell.budget}-q{cell.q:g}-b{cell.beta:g}-"
+                f"{sched}-n{cell.n}-{cell.value}-m{cell.rollouts}-seeds{len(cell.seeds)}"
+                + (f"-t{cell.max_tasks}" if cell.max_tasks else ""))
     return (f"{cell.split}-d{cell.depth}-q{cell.q:g}-b{cell.beta:g}-{sched}-n{cell.n}-"
             f"{cell.value}-s{cell.slack}-seeds{len(cell.seeds)}"
             + (f"-x{cell.sharpen:g}" if cell.sharpen != 1 else "")
@@ -204,10 +222,11 @@ def dir_hash(path: str | Path) -> str:
 
 def run(cell: CellParams, track: bool = True, progress: bool = False) -> dict[str, Any]:
     """Run a cell and write its rows and metrics; returns the written evidence record."""
+    t0 = time.perf_counter()
     rows = asyncio.run(run_cell(cell, progress))
     summary = summarise(rows)
     record = {"name": cell_name(cell), "cell": cell.model_dump(mode="json"),
-              "summary": summary, "rows": rows}
+              "summary": summary, "rows": rows, "wall_s": round(time.perf_counter() - t0, 1)}
     if cell.value == "learned":
         record["value_model_hash"] = dir_hash(cell.value_model)
     if track:

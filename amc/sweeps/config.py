@@ -23,8 +23,20 @@ PARAMS_FILE = Path("params.yaml")
 class CellParams(Frozen):
     """One sweep cell: prior skill, target, schedule, particles, value, budget and tasks."""
 
+    benchmark: Literal["textcraft", "webshop", "sciworld"] = "textcraft"
+    """The environment of the cell (:mod:`amc.sweeps.bench`: its suite, planner and budget)."""
+    budget: int | None = Field(None, ge=1)
+    """One step budget for every task (None: the optimal plan's length + slack, TextCraft
+    only). WebShop and SciWorld cells need it: a fixed budget per benchmark configuration, so
+    the budget shown to a value does not encode a task's plan length."""
+    catalog: str | None = None
+    """WebShop catalog directory (None: the project's generated fixture catalog, written to
+    ``work/webshop-fixture``)."""
+    task_file: str | None = None
+    """JSON ``{"train": [...], "test": [...]}`` of task ids replacing the suite's splits
+    (SciWorld: the committed subset whose gold paths fit the budget)."""
     split: Literal["validation", "test"] = "test"
-    """validation: val_tasks of TextCraft's train split (choose settings); test: report."""
+    """validation: val_tasks of the benchmark's train split (choose settings); test: report."""
     depth: int = Field(2, ge=1, le=4)
     """Crafting depth of the tasks (min = max depth)."""
     val_tasks: int = Field(116, ge=1)

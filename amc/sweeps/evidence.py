@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from amc.sweeps.benchdoc import bench_of, bench_sections, summary_section
 from amc.sweeps.report import (
     best_regime,
     cannot_win,
@@ -52,6 +53,12 @@ def load_quality(root: Path) -> dict[str, Any] | None:
     return json.loads(p.read_text()) if p.is_file() else None
 
 
+def load_cost(root: Path) -> dict[str, Any] | None:
+    """SciWorld's measured per-step costs (``root/sciworld_cost.json``), if committed."""
+    p = root / "sciworld_cost.json"
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
 def load_values(root: Path) -> dict[str, dict[str, Any]]:
     """Every learned value's quality record by content hash (``root/values/<hash>.json``)."""
     return {p.stem: json.loads(p.read_text()) for p in sorted((root / "values").glob("*.json"))}
@@ -59,11 +66,14 @@ def load_values(root: Path) -> dict[str, dict[str, Any]]:
 
 def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
            plots: Path | None, link: str,
-           values: dict[str, dict[str, Any]] | None = None) -> str:
-    """The whole document (plots written under ``plots`` when given, linked as ``link/``)."""
-    runs, after = split_closed(runs)
+           values: dict[str, dict[str, Any]] | None = None,
+           cost: dict[str, Any] | None = None) -> str:
+    """The whole document (plots written under ``plots`` when given, linked as ``link/``):
+    the per-benchmark summary first, then TextCraft's sweep, then the other benchmarks."""
+    others = [r for r in runs if bench_of(r) != "textcraft"]
+    runs, after = split_closed([r for r in runs if bench_of(r) == "textcraft"])
     runs, old = split_superseded(runs, quality)
-    parts = [intro(runs)]
+    parts = [intro(runs), summary_section(runs + others, cost)]
     best = best_regime(runs)
     parts.append(headline(runs, best))
     parts.append(goal_section(runs, best))
@@ -76,6 +86,7 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
     parts.append(closed_section(after, values or {}))
     parts.append(superseded_section(old, values or {}))
     parts.append(quality_section(quality, plots, link))
+    parts += bench_sections(others)
     return "\n".join(p for p in parts if p).rstrip() + "\n"
 
 
@@ -88,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     plots = None if args.check else args.doc.parent / "evidence"
     text = render(load_runs(args.runs), load_quality(args.runs), plots, "evidence",
-                  load_values(args.runs))
+                  load_values(args.runs), load_cost(args.runs))
     if args.check:
         same = args.doc.is_file() and args.doc.read_text() == text
         print("up to date" if same else f"{args.doc} differs from the committed results")

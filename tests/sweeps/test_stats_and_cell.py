@@ -24,7 +24,10 @@ def test_paired_averages_seeds_within_a_task_before_the_standard_error():
     assert p.d.lo == pytest.approx(0.5 - 4.303 * p.d.se, abs=1e-3)  # t, 2 degrees of freedom
     assert p.d.hi == pytest.approx(0.5 + 4.303 * p.d.se, abs=1e-3)
     assert not p.d.separates
-    assert paired(["a", "b", "c", "d"], [0, 0, 0, 0], [0.5, 0.6, 0.7, 0.6]).d.separates
+    # four tasks all in favour: the t interval excludes 0 but the exact sign-flip p is 2/16
+    assert not paired(["a", "b", "c", "d"], [0, 0, 0, 0], [0.5, 0.6, 0.7, 0.6]).d.separates
+    six = paired(list("abcdef"), [0] * 6, [0.5, 0.6, 0.7, 0.6, 0.5, 0.7]).d
+    assert six.p == pytest.approx(2 / 64) and six.separates
     assert np.isnan(se_over_tasks(["a", "a"], [1.0, 0.0]))  # one task: no spread to measure
 
 

@@ -1,0 +1,182 @@
+"""The declared cells of WebShop and SciWorld, and the rule that picks their test cells.
+
+Committed before any test cell runs. Per benchmark a base configuration (fixed budget, tasks,
+seeds) and a grid: planner-mix skills q, particles N, AMC's value (the rollout upper bound, no
+value), and the KL coefficients beta tried on **validation** cells (the tail of the train
+split). The rollout value's cost does not depend on beta's role in the weights, but its
+estimate f = beta log mean exp(R / beta) does, so beta is chosen per value.
+
+**Choice rule** (:func:`choose`): for each (q, N, value) the beta whose validation cell has the
+largest mean AMC - Best-of-N on the oracle best-of-pool score (ties: the larger beta, the
+milder tilt) is the one run on test; the ``none`` value is run at one beta (without a value
+the weights before the end carry no reward on WebShop, so beta cannot act before the last
+step). The regime a benchmark's summary reports (:func:`best_regime`) is, per value, the
+(q, N, beta) with the largest validation difference among the chosen ones; its test cell is
+the reported one. Every other test cell is shown too.
+
+    python -m amc.sweeps.grid validation webshop     # one line of -S overrides per cell
+    python -m amc.sweeps.grid test webshop --runs evidence   # the chosen test cells
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from amc.sweeps.cell import cell_name
+from amc.sweeps.config import CellParams
+from amc.sweeps.select import compare
+
+
+@dataclass(frozen=True)
+class BenchGrid:
+    """One benchmark's declared sweep."""
+
+    base: dict[str, Any]
+    """Cell keys every cell of the benchmark shares (benchmark, budget, tasks, rollouts)."""
+    q: tuple[float, ...]
+    """Planner-mix skills."""
+    n: tuple[int, ...]
+    """Particles (both methods)."""
+    beta: tuple[float, ...]
+    """KL coefficients tried on validation (AMC with a value)."""
+    values: tuple[str, ...] = ("rollout", "none")
+    """AMC's values (no learned value for these benchmarks yet: the value stage is TextCraft's)."""
+    none_beta: float = 0.1
+    """The one beta of the ``none`` cells."""
+    seeds: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Seeds per split."""
+
+
+GRIDS: dict[str, BenchGrid] = {
+    "webshop": BenchGrid(
+        base={"benchmark": "webshop", "budget": 6, "val_tasks": 48, "rollouts": 8,
+              "every": 2, "schedule": "every"},
+        q=(0.3, 0.4, 0.6), n=(4, 8), beta=(0.05, 0.1, 0.25, 0.5),
+        seeds={"validation": (0, 1, 2, 3), "test": (0, 1, 2, 3, 4, 5)}),
+    "sciworld": BenchGrid(
+        base={"benchmark": "sciworld", "budget": 10, "val_tasks": 6, "rollouts": 4,
+              "every": 2, "schedule": "every", "task_file": "sciworld_tasks.json"},
+        q=(0.6, 0.8), n=(4,), beta=(0.1,), values=("none",),
+        seeds={"validation": (0,), "test": (0, 1)}),
+}
+"""The declared cells. WebShop: the fixture catalog (test = goals 5..54, validation = the last
+48 of the 148 train goals), budget 6 (the oracle plan takes 4-6 steps: search, open, 0-2
+options, buy). SciWorld: only value ``none`` -- the rollout value replays states, and
+ScienceWorld's replay is a verified JVM replay (seconds per fork), see docs/evidence.md."""
+
+
+def cell(grid: BenchGrid, split: str, **kw: Any) -> dict[str, Any]:
+    """One cell's overrides of sweeps/params.yaml."""
+    return {**grid.base, "split": split, "seeds": list(grid.seeds[split]), **kw}
+
+
+def candidates(bench: str) -> list[dict[str, Any]]:
+    """Every validation cell of a benchmark, in run order (rollout first, cheap N first)."""
+    g = GRIDS[bench]
+    out = []
+    for value in g.values:
+        betas = declared_betas(bench, value)
+        for n in g.n:
+            for q in g.q:
+                out += [cell(g, "validation", q=q, n=n, beta=b, value=value) for b in betas]
+    return out
+
+
+def _key(c: dict[str, Any]) -> tuple[Any, ...]:
+    return (c["q"], c["n"], c["value"])
+
+
+def _diff(rec: dict[str, Any]) -> float:
+    p = compare(rec)
+    return p.d.mean if p is not None else float("-inf")
+
+
+def of_bench(runs: Sequence[dict[str, Any]], bench: str, split: str) -> list[dict[str, Any]]:
+    """The benchmark's records of a split whose cell matches its declared base."""
+    base = GRIDS[bench].base
+    return [r for r in runs if r["cell"].get("benchmark", "textcraft") == bench
+            and r["cell"]["split"] == split and all(r["cell"].get(k) == v
+                                                    for k, v in base.items())]
+
+
+def declared_betas(bench: str, value: str) -> tuple[float, ...]:
+    g = GRIDS[bench]
+    return (g.none_beta,) if value == "none" else g.beta
+
+
+def complete(runs: Sequence[dict[str, Any]], bench: str) -> list[dict[str, Any]]:
+    """Validation records of the (q, N, value) settings whose every declared beta has run
+    (a choice among some of the candidates is not the declared rule)."""
+    recs = of_bench(runs, bench, "validation")
+    seen: dict[tuple[Any, ...], set[float]] = {}
+    for r in recs:
+        seen.setdefault(_key(r["cell"]), set()).add(r["cell"]["beta"])
+    return [r for r in recs
+            if set(declared_betas(bench, r["cell"]["value"])) <= seen[_key(r["cell"])]]
+
+
+def choose(runs: Sequence[dict[str, Any]], bench: str) -> list[dict[str, Any]]:
+    """Per (q, N, value) with every declared beta run on validation: the record with the
+    largest AMC - BoN (ties: larger beta)."""
+    best: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in complete(runs, bench):
+        k, c = _key(r["cell"]), r["cell"]
+        old = best.get(k)
+        if old is None or (_diff(r), c["beta"]) > (_diff(old), old["cell"]["beta"]):
+            best[k] = r
+    return [best[k] for k in sorted(best)]
+
+
+def chosen_test_cells(runs: Sequence[dict[str, Any]], bench: str) -> list[dict[str, Any]]:
+    """The test twins of the chosen validation cells."""
+    g = GRIDS[bench]
+    return [cell(g, "test", q=r["cell"]["q"], n=r["cell"]["n"], beta=r["cell"]["beta"],
+                 value=r["cell"]["value"]) for r in choose(runs, bench)]
+
+
+def best_regime(runs: Sequence[dict[str, Any]], bench: str, value: str
+                ) -> dict[str, Any] | None:
+    """The chosen validation record of ``value`` with the largest difference (None: none)."""
+    recs = [r for r in choose(runs, bench) if r["cell"]["value"] == value]
+    return max(recs, key=lambda r: (_diff(r), r["cell"]["beta"]), default=None)
+
+
+def overrides(c: dict[str, Any]) -> str:
+    """``-S cell.k=v ...`` for ``dvc exp run`` (lists as JSON)."""
+    return " ".join(f"-S 'cell.{k}={json.dumps(v) if isinstance(v, list) else v}'"
+                    for k, v in c.items())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("split", choices=("validation", "test"))
+    ap.add_argument("bench", choices=sorted(GRIDS))
+    ap.add_argument("--runs", type=Path, default=Path("evidence"),
+                    help="evidence folder with the validation records (test cells)")
+    ap.add_argument("--skip-done", action="store_true",
+                    help="leave out cells whose record is already under RUNS/runs")
+    args = ap.parse_args(argv)
+    if args.split == "validation":
+        cells = candidates(args.bench)
+    else:
+        files = sorted((args.runs / "runs").glob("*.json"))
+        cells = chosen_test_cells([json.loads(p.read_text()) for p in files], args.bench)
+        if not cells:
+            print(f"error: no {args.bench} validation records under {args.runs}/runs",
+                  file=sys.stderr)
+            return 2
+    done = {p.stem.split("--")[0] for p in (args.runs / "runs").glob("*.json")}
+    for c in cells:
+        if not (args.skip_done and cell_name(CellParams.model_validate(c)) in done):
+            print(overrides(c))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Queue the declared WebShop / SciWorld cells (amc/sweeps/grid.py) as DVC experiments, one per
+# cell; validation cells first, then the test twins the choice rule picks from the harvested
+# validation records. Run from sweeps/ (in a clone, so the workspace stays free to commit):
+#   bash queue_bench.sh validation webshop && dvc queue start -j 1
+#   python -m amc.sweeps.harvest --repo .. --out ../evidence      # records -> evidence/runs
+#   bash queue_bench.sh test webshop && dvc queue start -j 1       # after the harvest
+# Cells whose record is already under ../evidence/runs are skipped (resumable).
+set -euo pipefail
+split=${1:?usage: queue_bench.sh validation|test webshop|sciworld}
+bench=${2:?usage: queue_bench.sh validation|test webshop|sciworld}
+PYTHONPATH=.. python -m amc.sweeps.grid "$split" "$bench" --runs ../evidence --skip-done |
+  while read -r o; do eval dvc exp run --queue cell "$o" >/dev/null && echo "queued: $o"; done

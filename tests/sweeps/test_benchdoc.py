@@ -1,0 +1,85 @@
+"""The per-benchmark sections of the evidence document, on hand-built WebShop records."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from amc.sweeps.benchdoc import summary_section, webshop_section
+from amc.sweeps.config import CellParams
+from amc.sweeps.evidence import render
+from amc.sweeps.grid import GRIDS
+from amc.sweeps.select import compare
+from tests.sweeps.test_evidence import record as textcraft_record
+
+
+def web(gain: float, split: str, seed: int = 0, tasks: int = 12, **kw) -> dict:
+    """A WebShop record: graded scores, AMC ``gain`` higher; mode selections lose 0.2."""
+    c = CellParams(**{**GRIDS["webshop"].base, "split": split, **kw}).model_dump(mode="json")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for t in range(tasks):
+        b = float(rng.uniform(0.3, 0.7))
+        a = b + gain + float(rng.normal(0, 0.02))
+
+        def m(x: float) -> dict:
+            return {"oracle_best": x, "success": float(x > 0.9), "mode_reward": x - 0.2,
+                    "max_weight_masked_reward": x - 0.3, "deployable_reward": float("nan")}
+
+        rows.append({"task_id": str(t), "seed": 0, "bon": {"metrics": m(b), "calls": 10},
+                     "amc": {"metrics": m(a), "calls": 50}})
+    return {"name": f"{split}-{kw}", "cell": c, "summary": {}, "rows": rows}
+
+
+def validation(q: float = 0.4) -> list[dict]:
+    """Every declared beta of one (q, N = 4, rollout) setting; beta = 0.25 gains most."""
+    gains = {0.05: 0.05, 0.1: 0.05, 0.25: 0.2, 0.5: 0.0}
+    return [web(g, "validation", q=q, beta=b) for b, g in gains.items()]
+
+
+def test_the_summary_reports_the_validation_choice_on_its_test_cell():
+    runs = [*validation(), web(0.01, "validation", q=0.4, beta=0.1, value="none"),
+            web(0.9, "validation", q=0.6, beta=0.1),  # 1 of 4 betas: no choice yet
+            web(0.15, "test", seed=1, q=0.4, beta=0.25), web(0.9, "test", q=0.4, beta=0.1)]
+    text = summary_section(runs, None)
+    (row,) = [ln for ln in text.splitlines() if ln.startswith("| webshop") and "rollout" in ln]
+    assert "β = 0.25" in row  # chosen on validation, not the better test cell (β = 0.1)
+    assert f"{compare(runs[-2]).d.mean:+.3f}" in row and "(most likely)" in row
+    assert "0.200 / 0.200" in row  # mode loss AMC / BoN
+    (none,) = [ln for ln in text.splitlines() if ln.startswith("| webshop") and "none" in ln]
+    assert "test cell not run yet" in none
+    assert "SciWorld: no cell run yet" in text
+    assert "webshop: 6 of 30 declared validation cells run" in text
+
+
+def test_the_webshop_section_marks_the_chosen_cells_and_the_hidden_selection_losses():
+    runs = [*validation(), web(0.15, "test", q=0.4, beta=0.25)]
+    text = webshop_section(runs)
+    chosen = [ln for ln in text.splitlines() if ln.startswith("| validation ✓")]
+    assert len(chosen) == 1 and "β = 0.25" in chosen[0]
+    hidden = [ln for ln in text.splitlines() if ln.startswith("| test:")]
+    assert {ln.split(" | ")[1] for ln in hidden} == {"max-weight, rewards masked",
+                                                     "most likely trajectory"}
+    assert webshop_section([textcraft_record(0.1)]) == ""
+
+
+def test_textcraft_tables_ignore_other_benchmarks_and_the_summary_comes_first():
+    tc = [textcraft_record(0.2, value="learned", beta=0.05), textcraft_record(0.3, beta=0.05)]
+    alone = render(tc, None, None, "evidence")
+    both = render([*tc, web(0.2, "validation", beta=0.25)], None, None, "evidence")
+    assert "## WebShop" in both and "## WebShop" not in alone
+    head = both.index("## Per-benchmark summary")
+    assert head < both.index("## Goal") and "| textcraft |" in both
+    assert "## TextCraft: success is observable" in both
+
+
+def test_sciworld_pairs_are_sized_from_the_measured_step_cost():
+    from amc.sweeps.benchdoc import pair_seconds, sciworld_cost_sentence
+
+    cost = {"menu": [1.0, 2.0, 3.0], "step": [0.1], "fork": [4.0, 5.0], "conditions": "idle",
+            "pool_size": 2, "menu_len": 300, "gold_s_per_task": 1.5}
+    # 2 methods x 4 particles x 10 steps x (2 + 0.1) s + 4 resamplings x 2 forks x 5 s
+    assert pair_seconds(cost, 4, 10, 2) == pytest.approx(168 + 40)
+    text = sciworld_cost_sentence(cost)
+    assert "action menu 2.00 s" in text and "costs about 208 s" in text
+    assert sciworld_cost_sentence(None) == ""

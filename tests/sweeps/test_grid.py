@@ -1,0 +1,71 @@
+"""The declared WebShop/SciWorld cells and the validation choice rule, on hand-built records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from amc.sweeps.config import CellParams
+from amc.sweeps.grid import (
+    GRIDS,
+    best_regime,
+    candidates,
+    choose,
+    chosen_test_cells,
+    main,
+    overrides,
+)
+
+
+def record(q: float, n: int, beta: float, value: str, gain: list[float],
+           split: str = "validation", **extra) -> dict:
+    c = {**GRIDS["webshop"].base, "split": split, "q": q, "n": n, "beta": beta, "value": value,
+         **extra}
+    rows = [{"task_id": str(i), "seed": 0, "bon": {"metrics": {"oracle_best": 0.5}},
+             "amc": {"metrics": {"oracle_best": 0.5 + g}}} for i, g in enumerate(gain)]
+    return {"cell": c, "rows": rows}
+
+
+def test_the_validation_grid_is_declared_and_every_cell_is_a_valid_cell():
+    cells = candidates("webshop")
+    assert len(cells) == 3 * 2 * 4 + 3 * 2  # rollout: q x N x beta; none: one beta
+    assert all(c["split"] == "validation" and c["budget"] == 6 for c in cells)
+    assert len({tuple(sorted((k, str(v)) for k, v in c.items())) for c in cells}) == len(cells)
+    for c in cells:
+        CellParams.model_validate(c)  # every override is a key of the cell
+
+
+def test_choose_takes_the_largest_validation_gain_per_setting_ties_to_the_larger_beta():
+    runs = [record(0.4, 4, 0.05, "rollout", [0.1, 0.2]),
+            record(0.4, 4, 0.1, "rollout", [0.3, 0.3]),
+            record(0.4, 4, 0.25, "rollout", [0.3, 0.3]),
+            record(0.3, 4, 0.05, "rollout", [0.0, 0.1]),
+            record(0.4, 4, 0.5, "rollout", [0.9, 0.9], split="test"),  # test never chooses
+            record(0.4, 4, 0.5, "rollout", [0.9, 0.9], budget=9),  # another base: not ours
+            record(0.4, 4, 0.5, "rollout", [0.9, 0.9], benchmark="textcraft"),
+            record(0.4, 4, 0.5, "rollout", [0.0, 0.0]),
+            record(0.3, 4, 0.1, "rollout", [0.0, 0.0]), record(0.3, 4, 0.25, "rollout", [0.0, 0.0]),
+            record(0.3, 4, 0.5, "rollout", [-0.1, 0.0]),
+            record(0.6, 4, 0.05, "rollout", [0.5, 0.5]),  # 1 of 4 betas run: not chosen yet
+            record(0.4, 4, 0.1, "none", [0.0, 0.0])]
+    chosen = {(r["cell"]["q"], r["cell"]["value"]): r["cell"]["beta"]
+              for r in choose(runs, "webshop")}
+    assert chosen == {(0.4, "rollout"): 0.25, (0.3, "rollout"): 0.05, (0.4, "none"): 0.1}
+    tests = chosen_test_cells(runs, "webshop")
+    assert {(c["q"], c["beta"], c["split"]) for c in tests} == {
+        (0.3, 0.05, "test"), (0.4, 0.25, "test"), (0.4, 0.1, "test")}
+    assert all(c["seeds"] == [0, 1, 2, 3, 4, 5] for c in tests)
+    best = best_regime(runs, "webshop", "rollout")
+    assert best is not None and (best["cell"]["q"], best["cell"]["beta"]) == (0.4, 0.25)
+    assert best_regime(runs, "webshop", "learned") is None
+
+
+def test_overrides_and_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    s = overrides({"q": 0.4, "seeds": [0, 1], "benchmark": "webshop"})
+    assert s == "-S 'cell.q=0.4' -S 'cell.seeds=[0, 1]' -S 'cell.benchmark=webshop'"
+    assert main(["validation", "webshop"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == len(candidates("webshop"))
+    (tmp_path / "runs").mkdir()
+    assert main(["test", "webshop", "--runs", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("error: no webshop validation records")
