@@ -32,7 +32,6 @@ project), as the scheduled Prefect flow does.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import importlib
@@ -230,11 +229,9 @@ def prior_identity(p: PipelineParams) -> dict[str, Any]:
 
 def prompt_hash(env: str) -> str:
     """Hash of the prompt set the LLM priors use for ``env`` (instruction, examples)."""
-    from amc.priors import prompts
+    from amc.priors.prompts import get_prompts
 
-    with contextlib.suppress(ImportError):  # none: the generic prompts
-        importlib.import_module(f"amc.priors.prompts.{env}")  # registers the env's prompts
-    blob = json.dumps(dataclasses.asdict(prompts.get_prompts(env)), sort_keys=True)
+    blob = json.dumps(dataclasses.asdict(get_prompts(env)), sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

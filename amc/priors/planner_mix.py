@@ -21,10 +21,11 @@ even when the menu does not list it, because the environment accepts it (it is a
 a menu-prompted LLM). Its "optimal number of steps" is therefore the planner's, not a menu's.
 
 Planners (a function ``env -> next action | None`` per benchmark, plus optionally a memoised
-menu, :data:`PLANNERS`): TextCraft (:mod:`amc.envs.textcraft.planner`) and WebShop
-(:mod:`amc.envs.webshop.planner`: search, open the goal's product, choose its options, buy)
-and SciWorld (:mod:`amc.envs.sciworld.planner`: ScienceWorld's gold action sequence, followed
-open loop, read from the history alone -- a JVM is not replayed -- with the driver's menu for
+menu: the ``planner`` of its :class:`~amc.envs.benchmark.Benchmark` record): TextCraft
+(:mod:`amc.envs.textcraft.planner`) and WebShop (:mod:`amc.envs.webshop.planner`: search,
+open the goal's product, choose its options, buy) and SciWorld
+(:mod:`amc.envs.sciworld.planner`: ScienceWorld's gold action sequence, followed open loop,
+read from the history alone -- a JVM is not replayed -- with the driver's menu for
 the random branch, so ``enumerate_actions`` must be on). A Monte-Carlo rollout value
 (:mod:`amc.value.rollout`) shares the prior's replay cache, so its rollouts' states are
 replayed once.
@@ -34,57 +35,18 @@ Registered as prior ``planner-mix``.
 from __future__ import annotations
 
 import asyncio
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from pydantic import Field
 
 from amc.config import Frozen
+from amc.envs.benchmark import HistoryView, PlannerHooks
+from amc.envs.benchmarks import benchmark_names, get_benchmark
 from amc.envs.replay import ReplayCache, build_suite
-from amc.protocols import Environment, EnvSuite, WantsValidActions
+from amc.protocols import EnvSuite, WantsValidActions
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, AgentTurn, History, Usage
-
-
-@dataclass(frozen=True)
-class HistoryView:
-    """What a replay-free planner reads: the benchmark's suite and the particle's history."""
-
-    suite: EnvSuite
-    history: History
-
-
-Planner = Callable[[Any], str | None]
-"""A replayed :class:`Environment` (or a :class:`HistoryView`, replay-free) -> next action."""
-Menu = Callable[[Environment], list[str] | None]
-
-
-@dataclass(frozen=True)
-class PlannerHooks:
-    """What a benchmark offers the prior: its planner and, optionally, a faster menu."""
-
-    next_action: Planner
-    """The optimal next action in an episode's state (None: nothing left to do)."""
-    menu: Menu
-    """The state's valid actions (``env.valid_actions()``, possibly memoised)."""
-    replay: bool = True
-    """False: the planner reads a :class:`HistoryView` and the random branch draws from the
-    menu the driver attaches -- an I/O-bound environment (SciWorld's JVM) is not replayed."""
-
-
-PLANNERS: dict[str, tuple[str, str | None]] = {
-    "textcraft": ("amc.envs.textcraft.planner:textcraft_next_action",
-                  "amc.envs.textcraft.planner:textcraft_menu"),
-    "webshop": ("amc.envs.webshop.planner:webshop_next_action", None),
-    "sciworld": ("amc.envs.sciworld.planner:sciworld_next_action", None),
-}
-"""Environment name -> ``module:function`` of its planner and of its menu (None: the
-environment's own ``valid_actions``)."""
-REPLAY_FREE = frozenset({"sciworld"})
-"""Benchmarks whose planner reads a :class:`HistoryView` (no replayed environment)."""
 
 
 class PlannerMixOptions(Frozen):
@@ -97,22 +59,12 @@ class PlannerMixOptions(Frozen):
 
 
 def load_planner(env_name: str) -> PlannerHooks:
-    """The planner hooks of a benchmark (a clear error when there are none)."""
-    if env_name not in PLANNERS:
-        raise ValueError(f"planner-mix has planners for {', '.join(sorted(PLANNERS))}; "
-                         f"not for {env_name!r}")
-    planner, menu = PLANNERS[env_name]
-    return PlannerHooks(_resolve(planner), _resolve(menu) if menu else _own_menu,
-                        replay=env_name not in REPLAY_FREE)
-
-
-def _resolve(ref: str) -> Callable[..., Any]:
-    module, func = ref.split(":")
-    return getattr(importlib.import_module(module), func)
-
-
-def _own_menu(env: Environment) -> list[str] | None:
-    return env.valid_actions()
+    """The planner hooks of a benchmark's record (a clear error when it has none)."""
+    hooks = get_benchmark(env_name).planner
+    if hooks is None:
+        have = sorted(n for n in benchmark_names() if get_benchmark(n).planner is not None)
+        raise ValueError(f"planner-mix has planners for {', '.join(have)}; not for {env_name!r}")
+    return hooks()
 
 
 class PlannerMixPrior(WantsValidActions):
