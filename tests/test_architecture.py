@@ -1,9 +1,10 @@
 """The layering a newcomer relies on, checked on the source (every import, lazy ones included).
 
     flows, amc.cli            orchestration and commands
+    amc.monitor               checks of a deployed model (drift, calibration)
     amc.pipeline, amc.sweeps  one module per stage (the main pipeline; the evidence sweep)
     amc.runner, amc.estimate  running methods over tasks
-    amc.grpo                  fine-tuning the agent (the white-box reference)
+    amc.grpo, amc.reports     fine-tuning the agent (the white-box reference); documents
     amc.smc amc.envs amc.priors amc.value amc.tracking amc.results amc.stats   the method, its parts
     amc.protocols amc.registry amc.config                             contracts and config
     amc.types amc.errors                                              records
@@ -24,9 +25,10 @@ LAYERS: dict[str, int] = {
     "amc.protocols": 1, "amc.registry": 1, "amc.config": 1,
     "amc.smc": 2, "amc.envs": 2, "amc.priors": 2, "amc.value": 2, "amc.tracking": 2,
     "amc.results": 2, "amc.stats": 2,
-    "amc.runner": 3, "amc.estimate": 3, "amc.grpo": 3,
+    "amc.runner": 3, "amc.estimate": 3, "amc.grpo": 3, "amc.reports": 3,
     "amc.pipeline": 4, "amc.sweeps": 4,
-    "amc.cli": 5, "amc.__main__": 5, "flows": 5,
+    "amc.monitor": 5,
+    "amc.cli": 6, "amc.__main__": 6, "flows": 6,
 }
 
 

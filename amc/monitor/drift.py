@@ -181,7 +181,7 @@ def _log_run(p: PipelineParams, rec: dict[str, Any]) -> None:
 
 
 def run(p: PipelineParams) -> dict[str, Any]:
-    """``python -m amc.pipeline.drift``: one check (prints the verdict)."""
+    """``python -m amc.monitor.drift``: one check (prints the verdict)."""
     rec = monitor(p)
     print(markdown(rec))
     return rec

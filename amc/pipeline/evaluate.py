@@ -15,7 +15,8 @@ the small DVC metrics file ``evaluate.metrics_file`` (numbers only: ``complete``
 ``wall_s`` and per spec ``success``, ``oracle_best``, ``deployable_reward`` (when measured) and
 ``max_weight_reward``, so ``dvc metrics show`` and ``dvc exp show`` stay readable). Summaries
 are over tasks (seeds averaged first); the record also holds every SMC-type method's paired
-difference to Best-of-N at the same N with a 95% t interval over tasks (:func:`paired_to_bon`).
+difference to Best-of-N at the same N with a 95% t interval over tasks
+(:func:`amc.reports.paired.paired_to_bon`).
 A failed run still writes its record (status ``failed``) so that a later promotion refuses it.
 
 With ``evaluate.selection_value`` (e.g. ``challenger``) every method's pool is also scored by
@@ -42,6 +43,7 @@ from amc.pipeline.collect import drop_stale
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, model_name, stage_main
 from amc.registry import ENVIRONMENTS
+from amc.reports.paired import paired_to_bon
 from amc.results import (
     read_jsonl,
     record_session,
@@ -52,15 +54,11 @@ from amc.results import (
 from amc.runner import METRICS, run_methods, summarise, task_list
 from amc.smc.records import TaskResult
 from amc.smc.scoring import upgrade_metric_keys
-from amc.stats import paired_difference
 
 PLAN = "plan.json"
 RECORD = "evaluation.json"
 METRICS_PER_METHOD = ("success", "oracle_best", "deployable_reward", "max_weight_reward")
 """The per-method numbers in the DVC metrics file (the rest is in the record and MLflow)."""
-PAIRED = ("deployable_reward", "oracle_best", "max_weight_reward", "weighted_mean_reward",
-          "success")
-"""Metrics whose paired difference to Best-of-N the record holds."""
 
 
 def resolve_alias(name: str, alias: str, uri: str | None = None) -> str | None:
@@ -228,39 +226,6 @@ def required_metrics(p: PipelineParams) -> tuple[str, ...]:
 
 def _finite(r: TaskResult, keys: Sequence[str]) -> bool:
     return all(math.isfinite(float(r.metrics.get(k, math.nan))) for k in keys)
-
-
-def paired_to_bon(methods: dict[str, dict[str, Any]], results: dict[str, list[TaskResult]]
-                  ) -> dict[str, dict[str, Any]]:
-    """Every SMC-type method minus Best-of-N at the same N, paired by (task, seed).
-
-    Per metric k: ``k`` (mean over tasks of the within-task mean difference), ``k_se``,
-    ``k_lo`` / ``k_hi`` (95% t interval; None when undefined); ``runs`` pairs, ``tasks``.
-    """
-    by_spec: dict[str, dict[tuple[str, int], Any]] = {}
-    for key, rs in results.items():
-        for r in rs:
-            by_spec.setdefault(key.rsplit("#", 1)[0], {})[(r.task_id, r.seed)] = r.metrics
-    bon = {m["n"]: s for s, m in methods.items() if m["role"] == "bon"}
-    out: dict[str, dict[str, Any]] = {}
-    for spec, m in methods.items():
-        base = bon.get(m["n"])
-        if m["role"] in ("react", "bon") or base is None:
-            continue
-        a, b = by_spec.get(spec, {}), by_spec.get(base, {})
-        row: dict[str, Any] = {"method": spec, "baseline": base}
-        for k in PAIRED:
-            d = paired_difference({x: v.get(k, math.nan) for x, v in a.items()},
-                                  {x: v.get(k, math.nan) for x, v in b.items()})
-            row.update({"runs": d.pairs, "tasks": d.tasks, k: _num(d.mean),
-                        k + "_se": _num(d.se), k + "_lo": _num(d.lo), k + "_hi": _num(d.hi)})
-        out[spec] = row
-    return out
-
-
-def _num(x: float) -> float | None:
-    """JSON-safe: NaN (undefined) becomes None."""
-    return None if math.isnan(x) else float(x)
 
 
 def load_results(p: PipelineParams, pl: dict[str, Any]) -> dict[str, list[TaskResult]]:
