@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from amc.config import RunConfig, ValueConfig
-from amc.pipeline.evaluate import resolve_alias
+from amc.pipeline.artifacts import resolve_alias
+from amc.pipeline.calibration import model_calibration, prior_states
 from amc.pipeline.gate_stats import drift_check
 from amc.pipeline.params import PipelineParams, model_name, stage_main
-from amc.pipeline.promote import model_calibration, prior_states
 from amc.results import read_jsonl, write_json_atomic
 
 HISTORY = "history.jsonl"

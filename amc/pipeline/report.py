@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 
 from amc.config import ValueConfig
-from amc.pipeline.evaluate import load_plan, load_record, load_results
+from amc.pipeline.artifacts import load_plan, load_record, load_results
+from amc.pipeline.calibration import prior_states
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, stage_main
-from amc.pipeline.promote import prior_states
 from amc.registry import ENVIRONMENTS, VALUES
 from amc.reports.paired import paired_to_bon
 from amc.results import write_bytes_atomic, write_json_atomic
@@ -167,7 +167,7 @@ def genealogy(rec: TaskResult | None, out: Path) -> list[dict[str, Any]]:
 def calibration_states(results: dict[str, list[TaskResult]], spec: str, limit: int, seed: int
                        ) -> list[tuple[History, float]]:
     """(prefix history, realised future reward) pairs from ``spec``'s trajectories (the gate's
-    own sampling of prior states, :func:`amc.pipeline.promote.prior_states`)."""
+    own sampling of prior states, :func:`amc.pipeline.calibration.prior_states`)."""
     return prior_states(results, [spec], limit, seed)
 
 

@@ -66,7 +66,7 @@ def two_rounds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str
         run(root, *cmd)
     hashes = []
     for _ in range(2):
-        run(root, sys.executable, "-m", "amc.pipeline.rounds")
+        run(root, sys.executable, "-m", "amc.pipeline.round")
         hashes.append(lock_hash(root, "data/dataset"))
     return root, hashes
 
