@@ -33,7 +33,6 @@ import os
 import resource
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,27 +46,13 @@ from amc.value.scale import quality_vs_size
 from amc.value.train import TrainConfig, train
 from benchmarks._report import write_section
 from benchmarks.value_scale_data import CollectOptions, collect
-from benchmarks.value_scale_report import report
+from benchmarks.value_scale_report import Timed, report
 
 ASSETS = Path(__file__).resolve().parent.parent / "docs" / "value-scale"
 # name -> (model.quantize, model.num_layers); None = all six MiniLM layers.
 VARIANTS: dict[str, tuple[str, int | None]] = {
     "float": ("none", None), "int8": ("int8-dynamic", None),
     "float-l3": ("none", 3), "int8-l3": ("int8-dynamic", 3), "int8-l2": ("int8-dynamic", 2)}
-
-
-@dataclass
-class Timed:
-    """One timed ``train()`` call."""
-
-    label: str
-    variant: str
-    train_rows: int
-    train_distinct: int
-    wall: float
-    cpu: float  # user + system seconds of this process (all threads) during the call
-    load: str  # 1-minute load average at the start
-    metrics: dict[str, float]
 
 
 def cpu_seconds() -> float:

@@ -6,15 +6,27 @@ generated from them too (ratios against the float encoder, the goal's verdict an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from benchmarks._report import md_table
 
-if TYPE_CHECKING:
-    from benchmarks.bench_value_scale import Timed
-
 GOAL_S = 300.0  # the issue's goal: >= 20,000 training states in <= 5 minutes on 2 cores
 CORES = 2
+
+
+@dataclass
+class Timed:
+    """One timed ``train()`` call."""
+
+    label: str
+    variant: str
+    train_rows: int
+    train_distinct: int
+    wall: float
+    cpu: float  # user + system seconds of this process (all threads) during the call
+    load: str  # 1-minute load average at the start
+    metrics: dict[str, float]
 
 
 def _f(m: dict[str, float], key: str, fmt: str = ".3f") -> str:

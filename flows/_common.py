@@ -10,23 +10,22 @@ function (the same one ``dvc repro`` runs), then :func:`record` runs ``dvc commi
 so ``dvc.lock`` holds the hashes of what the flow produced and ``dvc status`` stays clean. Only
 ``params.yaml`` runs are recorded: an overridden run writes to its own folder
 (``runs/overrides-<hash>/``, :mod:`amc.pipeline.params`), which no ``dvc.yaml`` stage owns.
-DVC calls are serialised by a file lock (DVC refuses concurrent processes in one repository).
+DVC calls are serialised by a file lock (DVC refuses concurrent processes in one repository):
+:mod:`amc.pipeline.dvc` is the one helper, shared with ``python -m amc.pipeline.round``.
 """
 
 from __future__ import annotations
 
-import fcntl
 import math
 import os
-import subprocess
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from amc.pipeline.dvc import dvc_commit
 from amc.pipeline.params import PipelineParams, load_params, overrides_tag
 
 DATA_EVAL_LIMIT = "amc-data-eval"
@@ -71,32 +70,6 @@ def default_runner() -> Any:
         return task_runner(PipelineParams())
 
 
-@contextmanager
-def dvc_lock(root: str | Path = ".") -> Iterator[None]:
-    """Hold an exclusive file lock around a DVC call: one DVC process per repo at a time.
-
-    DVC fails with "Unable to acquire lock" instead of waiting; flow runs (in one process or
-    several served subprocesses) queue here instead.
-    """
-    lock = Path(root) / ".dvc" / "tmp" / "amc-flows.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def run_dvc(args: Sequence[str], root: str | Path = ".") -> str:
-    """Run ``dvc <args>`` serialised by :func:`dvc_lock`; returns stdout (error on failure)."""
-    with dvc_lock(root):
-        proc = subprocess.run(["dvc", *args], cwd=root, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"dvc {' '.join(args)} failed: {proc.stderr.strip()[-500:]}")
-    return proc.stdout
-
-
 def dvc_root(params_path: str) -> Path | None:
     """The DVC project of a params file (its directory, when it holds ``.dvc/``)."""
     root = Path(params_path).resolve().parent
@@ -113,8 +86,7 @@ def record(stage: str, params_path: str, overrides: Sequence[str]) -> bool:
     root = dvc_root(params_path)
     if root is None or overrides_tag(list(overrides)) is not None:
         return False
-    run_dvc(["commit", "-f", stage], root)
-    return True
+    return dvc_commit(stage, root)
 
 
 def eval_table(ev: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Flow ``amc-drift-monitor``: check the champion on fresh rollouts; on drift, retrain.
 
-:func:`amc.pipeline.drift.monitor` runs one check (fresh seed block, frozen tasks) and records
+:func:`amc.monitor.drift.monitor` runs one check (fresh seed block, frozen tasks) and records
 it (files, version tags, an ``amc-drift`` MLflow run). The flow publishes it as a markdown
 artifact (key ``amc-drift``) and, when the check marks drift, starts a run of the retraining
 deployment ``drift.trigger`` (default ``amc-retrain-and-promote/retrain-and-promote``, served
@@ -21,7 +21,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from amc.pipeline import drift as lib
+from amc.monitor import drift as lib
 from flows._common import params
 
 

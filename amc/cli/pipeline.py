@@ -96,7 +96,7 @@ def results_doc_cmd(
         None, "--plots-dir", help="Plots to include instead of report.plots_dir."),
 ) -> None:
     """Generate docs/results.md (tables, plots, reading) from the report's metrics."""
-    from amc.pipeline.results_doc import write_results_doc
+    from amc.reports.results_doc import write_results_doc
 
     p = _load(params, set_)
     summary_file = summary_path or Path(p.report.summary_file)
@@ -139,7 +139,7 @@ def calibrate_cmd(
     out: Path | None = typer.Option(None, help="Also write the calibration here (JSON)."),
 ) -> None:
     """Is a task mix saturated for the prior? Best-of-k from the collected rollouts."""
-    from amc.pipeline.calibrate import calibrate, format_calibration, read_results
+    from amc.monitor.calibrate import calibrate, format_calibration, read_results
     from amc.results import write_json_atomic
 
     c = calibrate(read_results(results), k_lo=k_lo, k_hi=k_hi, threshold=threshold,

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from amc.priors.decode import decode_batch, newline_tokens
 from amc.priors.parsing import parse_action
 from amc.priors.prompts import completion_prompt
 from amc.protocols import EnvSuite
@@ -56,10 +57,8 @@ class Policy:
         self.model, self.tokenizer, self.device = model, tokenizer, device
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-        # Token ids whose text holds a newline end a turn (same rule as the hf prior).
-        self.newline = torch.tensor(
-            [bool(t) and ("\n" in t or "Ċ" in t or t == "<0x0A>") for t in vocab], device=device)
+        # Token ids whose text holds a newline end a turn (the hf prior's rule and loop).
+        self.newline = newline_tokens(tokenizer, device)
 
     def encode(self, prompt: str) -> list[int]:
         return list(self.tokenizer(prompt)["input_ids"])
@@ -73,27 +72,15 @@ class Policy:
         ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)
         attn = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts],
                             device=self.device)
-        b = len(prompts)
-        out: list[list[int]] = [[] for _ in range(b)]
-        finished = torch.zeros(b, dtype=torch.bool, device=self.device)
-        pos = (attn.cumsum(-1) - 1).clamp(min=0)
-        past, step_ids = None, ids
-        for _ in range(max_new_tokens):
-            res = self.model(input_ids=step_ids, attention_mask=attn, position_ids=pos,
-                             cache=past, use_cache=True, logits_to_keep=1)
-            past = res.cache
-            probs = torch.softmax(res.logits[:, -1, :].float() / temperature, -1)  # (B, V)
-            nxt = torch.multinomial(probs, 1, generator=gen)[:, 0]
-            for i in range(b):
-                if not finished[i]:
-                    out[i].append(int(nxt[i]))
-            finished |= (nxt == self.tokenizer.eos_token_id) | self.newline[nxt]
-            if bool(finished.all()):
-                break
-            step_ids = nxt[:, None]
-            attn = torch.cat([attn, torch.ones_like(step_ids)], dim=1)
-            pos = pos[:, -1:] + 1
-        return out
+
+        def draw(logits: torch.Tensor) -> torch.Tensor:
+            probs = torch.softmax(logits / temperature, -1)  # (B, V)
+            return torch.multinomial(probs, 1, generator=gen)[:, 0]
+
+        out, lengths = decode_batch(self.model, ids, attn, max_new_tokens, draw,
+                                    eos_id=self.tokenizer.eos_token_id, pad_id=pad,
+                                    newline=self.newline)
+        return [out[i, : int(n)].tolist() for i, n in enumerate(lengths)]
 
     def decode(self, ids: list[int]) -> str:
         text = str(self.tokenizer.decode(ids, skip_special_tokens=True))

@@ -32,14 +32,13 @@ from typing import Any
 
 from amc.config import RunConfig, config_hash
 from amc.pipeline import rounds
+from amc.pipeline.artifacts import MANIFEST, drop_stale
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, check_components, stage_main
 from amc.pipeline.testset import excluded_tasks
 from amc.registry import ENVIRONMENTS
 from amc.results import read_jsonl, results_path, write_json_atomic, write_jsonl_atomic
 from amc.runner import _method_run_config, resolve_methods, run_methods, task_list
-
-MANIFEST = "manifest.json"
 
 
 @dataclass(frozen=True)
@@ -82,23 +81,6 @@ def allowed_tasks(p: PipelineParams) -> list[str] | None:
     finally:
         suite.close()
     return ids[: p.collect.max_tasks] if p.collect.max_tasks else ids
-
-
-def drop_stale(cfg: RunConfig) -> list[Path]:
-    """Delete results files of ``cfg`` written under another configuration (DVC persists them).
-
-    Returns the deleted paths. Files of the current configuration are kept (resume).
-    """
-    dropped = []
-    for m in resolve_methods(cfg):
-        want = config_hash(_method_run_config(cfg, m))
-        for seed in cfg.seeds:
-            path = results_path(cfg.out_dir, m.name, seed)
-            first = next(read_jsonl(path), None)
-            if first is not None and first.get("config_hash") != want:
-                path.unlink()
-                dropped.append(path)
-    return dropped
 
 
 def all_tasks(p: PipelineParams) -> list[str]:

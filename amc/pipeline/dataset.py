@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from amc.pipeline import rounds
-from amc.pipeline.collect import MANIFEST
+from amc.pipeline.artifacts import MANIFEST, SOURCE
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, stage_main
-
-SOURCE = "source.json"
 
 
 def collected_files(p: PipelineParams) -> tuple[dict[str, Any], list[Path]]:
@@ -101,14 +99,6 @@ def run(p: PipelineParams) -> dict[str, Any]:
             "dir": str(out), "content_hash": card["content_hash"], "rounds": source["rounds"],
             "rows": {split: s["rows"] for split, s in card["splits"].items()}})
     return card
-
-
-def source(dataset_dir: Path) -> dict[str, Any]:
-    """``source.json`` of a dataset built by this stage (clear error when missing)."""
-    path = dataset_dir / SOURCE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: rebuild the dataset with the dataset stage")
-    return json.loads(path.read_text())
 
 
 if __name__ == "__main__":  # the DVC stage's cmd

@@ -15,7 +15,8 @@ the small DVC metrics file ``evaluate.metrics_file`` (numbers only: ``complete``
 ``wall_s`` and per spec ``success``, ``oracle_best``, ``deployable_reward`` (when measured) and
 ``max_weight_reward``, so ``dvc metrics show`` and ``dvc exp show`` stay readable). Summaries
 are over tasks (seeds averaged first); the record also holds every SMC-type method's paired
-difference to Best-of-N at the same N with a 95% t interval over tasks (:func:`paired_to_bon`).
+difference to Best-of-N at the same N with a 95% t interval over tasks
+(:func:`amc.reports.paired.paired_to_bon`).
 A failed run still writes its record (status ``failed``) so that a later promotion refuses it.
 
 With ``evaluate.selection_value`` (e.g. ``challenger``) every method's pool is also scored by
@@ -38,12 +39,21 @@ from pathlib import Path
 from typing import Any
 
 from amc.config import RunConfig, ValueConfig
-from amc.pipeline.collect import drop_stale
+from amc.pipeline.artifacts import (
+    PLAN,
+    RECORD,
+    drop_stale,
+    load_plan,
+    load_record,
+    load_results,
+    record_path,
+    resolve_alias,
+)
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, model_name, stage_main
 from amc.registry import ENVIRONMENTS
+from amc.reports.paired import paired_to_bon
 from amc.results import (
-    read_jsonl,
     record_session,
     results_path,
     sessions_wall,
@@ -51,30 +61,9 @@ from amc.results import (
 )
 from amc.runner import METRICS, run_methods, summarise, task_list
 from amc.smc.records import TaskResult
-from amc.smc.scoring import upgrade_metric_keys
-from amc.stats import paired_difference
 
-PLAN = "plan.json"
-RECORD = "evaluation.json"
 METRICS_PER_METHOD = ("success", "oracle_best", "deployable_reward", "max_weight_reward")
 """The per-method numbers in the DVC metrics file (the rest is in the record and MLflow)."""
-PAIRED = ("deployable_reward", "oracle_best", "max_weight_reward", "weighted_mean_reward",
-          "success")
-"""Metrics whose paired difference to Best-of-N the record holds."""
-
-
-def resolve_alias(name: str, alias: str, uri: str | None = None) -> str | None:
-    """The version ``alias`` points at in the registry (None when absent)."""
-    import mlflow
-    from mlflow.exceptions import MlflowException
-
-    from amc.pipeline.lineage import setup
-
-    setup(uri, "amc-evaluate")
-    try:
-        return str(mlflow.MlflowClient().get_model_version_by_alias(name, alias).version)
-    except MlflowException:
-        return None
 
 
 def method_specs(p: PipelineParams, with_champion: bool) -> list[tuple[str, str, int]]:
@@ -140,14 +129,6 @@ def declared_tasks(path: Path) -> list[str]:
     return [str(t) for t in tasks]
 
 
-def load_plan(p: PipelineParams) -> dict[str, Any]:
-    """The plan written by :func:`plan` (clear error when missing)."""
-    path = p.evaluate.out_dir / PLAN
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: run the evaluation plan first")
-    return json.loads(path.read_text())
-
-
 def run_config(p: PipelineParams, pl: dict[str, Any], specs: Sequence[str] | None = None,
                seeds: Sequence[int] | None = None) -> RunConfig:
     """Runner configuration of (a subset of) the plan."""
@@ -209,21 +190,6 @@ def check_model_env(p: PipelineParams, name: str, version: str) -> None:
                          f"env.name={p.env.name!r}")
 
 
-def record_path(p: PipelineParams) -> Path:
-    """The full evaluation record (``<out_dir>/evaluation.json``)."""
-    return p.evaluate.out_dir / RECORD
-
-
-def load_record(p: PipelineParams) -> dict[str, Any]:
-    """The evaluation record (clear error when missing)."""
-    path = record_path(p)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: run the evaluate stage first")
-    ev = json.loads(path.read_text())
-    ev["methods"] = {k: upgrade_metric_keys(m) for k, m in (ev.get("methods") or {}).items()}
-    return ev
-
-
 def mark_running(p: PipelineParams) -> None:
     """Replace the record by a ``running`` status, so a stale one can never be promoted."""
     write_json_atomic(record_path(p), {"status": "running", "error": None, "models": {},
@@ -250,54 +216,6 @@ def required_metrics(p: PipelineParams) -> tuple[str, ...]:
 
 def _finite(r: TaskResult, keys: Sequence[str]) -> bool:
     return all(math.isfinite(float(r.metrics.get(k, math.nan))) for k in keys)
-
-
-def paired_to_bon(methods: dict[str, dict[str, Any]], results: dict[str, list[TaskResult]]
-                  ) -> dict[str, dict[str, Any]]:
-    """Every SMC-type method minus Best-of-N at the same N, paired by (task, seed).
-
-    Per metric k: ``k`` (mean over tasks of the within-task mean difference), ``k_se``,
-    ``k_lo`` / ``k_hi`` (95% t interval; None when undefined); ``runs`` pairs, ``tasks``.
-    """
-    by_spec: dict[str, dict[tuple[str, int], Any]] = {}
-    for key, rs in results.items():
-        for r in rs:
-            by_spec.setdefault(key.rsplit("#", 1)[0], {})[(r.task_id, r.seed)] = r.metrics
-    bon = {m["n"]: s for s, m in methods.items() if m["role"] == "bon"}
-    out: dict[str, dict[str, Any]] = {}
-    for spec, m in methods.items():
-        base = bon.get(m["n"])
-        if m["role"] in ("react", "bon") or base is None:
-            continue
-        a, b = by_spec.get(spec, {}), by_spec.get(base, {})
-        row: dict[str, Any] = {"method": spec, "baseline": base}
-        for k in PAIRED:
-            d = paired_difference({x: v.get(k, math.nan) for x, v in a.items()},
-                                  {x: v.get(k, math.nan) for x, v in b.items()})
-            row.update({"runs": d.pairs, "tasks": d.tasks, k: _num(d.mean),
-                        k + "_se": _num(d.se), k + "_lo": _num(d.lo), k + "_hi": _num(d.hi),
-                        k + "_p": _num(d.p)})
-        out[spec] = row
-    return out
-
-
-def _num(x: float) -> float | None:
-    """JSON-safe: NaN (undefined) becomes None."""
-    return None if math.isnan(x) else float(x)
-
-
-def load_results(p: PipelineParams, pl: dict[str, Any]) -> dict[str, list[TaskResult]]:
-    """Results keyed ``spec#seed`` (only the plan's tasks, in plan order, first record wins)."""
-    out: dict[str, list[TaskResult]] = {}
-    wanted = set(pl["tasks"])
-    for m in pl["methods"]:
-        for seed in pl["seeds"]:
-            recs: dict[str, TaskResult] = {}
-            for d in read_jsonl(results_path(p.evaluate.out_dir, m["spec"], seed)):
-                if str(d["task_id"]) in wanted:
-                    recs.setdefault(str(d["task_id"]), TaskResult.from_dict(d))
-            out[f"{m['spec']}#{seed}"] = [recs[t] for t in pl["tasks"] if t in recs]
-    return out
 
 
 def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ puts the two side by side at the sizes of ``params.yaml``'s ``grpo`` section:
    with the ``hf`` prior on the *training* model: the same runtime as the policy's.
 3. **evaluate the GRPO policy** -- ReAct and Best-of-N with the same ``hf`` prior plus the
    adapter, on the same environment, split, tasks and seeds.
-4. **compare** -- :mod:`amc.pipeline.grpo_table` writes ``comparison.md`` and the metrics file
+4. **compare** -- :mod:`amc.reports.grpo_table` writes ``comparison.md`` and the metrics file
    (success, oracle reward, inference tokens per task, training costs).
 
 The environment is the one trained on (``grpo.train.env``/``env_options``), evaluated on
@@ -131,7 +131,7 @@ def evaluate(cfg: RunConfig) -> Path:
 
 def compare(sp: GRPOStageParams) -> dict[str, Any]:
     """Step 4: ``comparison.md`` (the Table-11 section) and the metrics file."""
-    from amc.pipeline.grpo_table import grpo_section
+    from amc.reports.grpo_table import grpo_section
 
     frozen, policy = sp.out_dir / FROZEN / "summary.json", sp.out_dir / EVAL_POLICY / "summary.json"
     metrics = sp.out_dir / POLICY / "metrics.json"

@@ -24,16 +24,14 @@ run (experiment ``amc-promote``) with the decision as an artifact.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 from typing import Any
 
-from amc.pipeline.evaluate import load_plan, load_record, load_results, resolve_alias
+from amc.pipeline.artifacts import load_plan, load_record, load_results, resolve_alias
+from amc.pipeline.calibration import model_calibration, prior_states
 from amc.pipeline.frozen_set import check_frozen, count_decision, eval_set, frozen_decisions
 from amc.pipeline.gate_stats import (
-    calibration_bias,
-    calibration_mae,
     gate_test,
     guard_vetoes,
     reuse_level,
@@ -45,7 +43,6 @@ from amc.pipeline.rounds import active_round, finish_round
 from amc.results import write_json_atomic
 from amc.smc.records import TaskResult
 from amc.stats import mean_se, tasks_for_power
-from amc.types import History
 
 
 def _paired(results: dict[str, list[Any]], a: str, b: str, seeds: list[int], metric: str
@@ -175,50 +172,6 @@ def _test_and_guard(p: PipelineParams, d: dict[str, Any], results: dict[str, lis
     return {**d, "promote": True, "reason": (
         f"{g.metric} +{t.mean:.4f} > {g.min_effect:g} (sign-flip p={t.p_value:.3g}, t lower "
         f"bound {t.lower_bound:+.4f}; {where}){small}")}
-
-
-def prior_states(results: dict[str, list[TaskResult]], specs: list[str], limit: int, seed: int
-                 ) -> list[tuple[History, float]]:
-    """(prefix history, realised future reward) of the trajectories of ``specs``, at most
-    ``limit`` (a seeded subsample, so both models are scored on the same states)."""
-    import numpy as np
-
-    pairs = []
-    for key in sorted(results):
-        if key.split("#")[0] not in specs:
-            continue
-        for r in results[key]:
-            for tr in r.trajectories:
-                rewards = [s.reward for s in tr.steps]
-                for k in range(len(tr.steps)):
-                    pairs.append((History(r.task_id, r.observation0, tr.steps[:k], budget=r.budget),
-                                  float(sum(rewards[k:]))))
-    if len(pairs) > limit:
-        idx = np.random.default_rng(seed).choice(len(pairs), size=limit, replace=False)
-        pairs = [pairs[i] for i in sorted(idx)]
-    return pairs
-
-
-def model_calibration(p: PipelineParams, uri: str, pairs: list[tuple[History, float]]
-                      ) -> dict[str, float | None]:
-    """Calibration error (MAE) and bias (mean predicted - realised), reward units, of the
-    value model ``uri`` on ``pairs``."""
-    if not pairs:
-        return {"calibration_mae": None, "calibration_bias": None}
-    from amc.registry import ENVIRONMENTS, VALUES
-
-    async def score() -> list[float]:
-        env_opts = ENVIRONMENTS.validate(p.env.name, p.env.options)
-        v = VALUES.build(p.evaluate.learned_value, {"model": uri}, beta=p.smc.beta,
-                         prior=None, env_name=p.env.name, env_options=env_opts)
-        try:
-            return [float(x) for x in await v.score([h for h, _ in pairs])]
-        finally:
-            await v.aclose()
-
-    pred, real = asyncio.run(score()), [y for _, y in pairs]
-    return {"calibration_mae": calibration_mae(pred, real),
-            "calibration_bias": calibration_bias(pred, real)}
 
 
 def measure_guards(p: PipelineParams, eval_json: dict[str, Any],

@@ -30,11 +30,12 @@ from typing import Any
 import numpy as np
 
 from amc.config import ValueConfig
-from amc.pipeline.evaluate import load_plan, load_record, load_results, paired_to_bon
+from amc.pipeline.artifacts import load_plan, load_record, load_results
+from amc.pipeline.calibration import prior_states
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, stage_main
-from amc.pipeline.promote import prior_states
 from amc.registry import ENVIRONMENTS, VALUES
+from amc.reports.paired import paired_to_bon
 from amc.results import write_bytes_atomic, write_json_atomic
 from amc.runner import METRICS
 from amc.smc.records import TaskResult
@@ -166,7 +167,7 @@ def genealogy(rec: TaskResult | None, out: Path) -> list[dict[str, Any]]:
 def calibration_states(results: dict[str, list[TaskResult]], spec: str, limit: int, seed: int
                        ) -> list[tuple[History, float]]:
     """(prefix history, realised future reward) pairs from ``spec``'s trajectories (the gate's
-    own sampling of prior states, :func:`amc.pipeline.promote.prior_states`)."""
+    own sampling of prior states, :func:`amc.pipeline.calibration.prior_states`)."""
     return prior_states(results, [spec], limit, seed)
 
 
@@ -234,7 +235,7 @@ def calibration(p: PipelineParams, ev: dict[str, Any], results: dict[str, list[T
 def paired_differences(ev: dict[str, Any], results: dict[str, list[TaskResult]]
                        ) -> dict[str, dict[str, Any]]:
     """Every SMC-type method minus Best-of-N at the same N, paired by (task, seed), with 95%
-    t intervals over tasks (:func:`amc.pipeline.evaluate.paired_to_bon`)."""
+    t intervals over tasks (:func:`amc.reports.paired.paired_to_bon`)."""
     return paired_to_bon(ev["methods"], results)
 
 

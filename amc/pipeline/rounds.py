@@ -25,28 +25,24 @@ leaves the round open: the next run resumes it (collect skips finished tasks, tr
 version already registered for the same dataset) and earlier rounds stay byte-identical.
 Only one round is open at a time; open it once before fanning out (the flows do).
 
-``python -m amc.pipeline.rounds [params.yaml]`` runs one whole round in this process
-(:func:`run_round`: every stage's ``run``, each followed by ``dvc commit -f <stage>`` in a DVC
-project), as the scheduled Prefect flow does.
+``python -m amc.pipeline.round [params.yaml]`` runs one whole round in this process
+(:func:`amc.pipeline.round.run_round`: every stage's ``run``, each followed by ``dvc commit -f
+<stage>`` in a DVC project), as the scheduled Prefect flow does. This module holds only the
+round's state, which the stages use; the stage table sits above them, in :mod:`.round`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
-import importlib
 import json
-import subprocess
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from amc.pipeline.params import OVERRIDES_ROOT, PipelineParams
+from amc.pipeline.params import PipelineParams
 from amc.results import write_json_atomic
 
-STAGES = ("collect", "dataset", "train", "evaluate", "promote", "report")
 """The stages of a round, in order."""
 SECRET_WORDS = ("key", "token", "secret", "password")
 """Option names containing these never enter the ledger."""
@@ -230,11 +226,9 @@ def prior_identity(p: PipelineParams) -> dict[str, Any]:
 
 def prompt_hash(env: str) -> str:
     """Hash of the prompt set the LLM priors use for ``env`` (instruction, examples)."""
-    from amc.priors import prompts
+    from amc.priors.prompts import get_prompts
 
-    with contextlib.suppress(ImportError):  # none: the generic prompts
-        importlib.import_module(f"amc.priors.prompts.{env}")  # registers the env's prompts
-    blob = json.dumps(dataclasses.asdict(prompts.get_prompts(env)), sort_keys=True)
+    blob = json.dumps(dataclasses.asdict(get_prompts(env)), sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -259,44 +253,3 @@ def _comparable(ident: dict[str, Any]) -> dict[str, Any]:
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def dvc_commit(stage: str, root: Path = Path(".")) -> bool:
-    """``dvc commit -f <stage>`` when ``root`` is a DVC project (False otherwise)."""
-    if not (root / ".dvc").is_dir():
-        return False
-    proc = subprocess.run(["dvc", "commit", "-f", stage], cwd=root, capture_output=True,
-                          text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"dvc commit -f {stage} failed: {proc.stderr.strip()[-500:]}")
-    return True
-
-
-def run_round(p: PipelineParams, stages: Sequence[str] = STAGES, *,
-              record: bool = True) -> dict[str, Any]:
-    """One round in this process: open (or resume) it, run ``stages``; the round's record.
-
-    Each stage's ``run`` is followed by ``dvc commit -f <stage>`` (``record``; only for
-    ``params.yaml`` runs in a DVC project), so ``dvc.lock`` holds every round's dataset hash
-    when training reads it. The promote stage closes the round.
-    """
-    unknown = [s for s in stages if s not in STAGES]
-    if unknown:
-        raise ValueError(f"unknown stages {unknown}; choose from {list(STAGES)}")
-    r = int(open_round(p)["round"])
-    for stage in stages:
-        importlib.import_module(f"amc.pipeline.{stage}").run(p)
-        if record and not p.collect.out_dir.is_relative_to(OVERRIDES_ROOT):
-            dvc_commit(stage)
-    return load_round(p, r)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m amc.pipeline.rounds [params.yaml]``: run one whole round."""
-    from amc.pipeline.params import stage_main
-
-    stage_main(lambda p: print(json.dumps(run_round(p), indent=2)), argv)
-
-
-if __name__ == "__main__":
-    main()

@@ -23,7 +23,7 @@ import math
 from typing import Any
 
 from amc.pipeline import rounds
-from amc.pipeline.dataset import source
+from amc.pipeline.artifacts import source
 from amc.pipeline.lineage import (
     context_tags,
     dvc_hash,

@@ -118,6 +118,8 @@ class HFPrior:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from amc.priors.decode import newline_tokens
+
         self.options, self.env = options, env
         path: str | Path = options.model
         if options.model.startswith("embedded:"):
@@ -144,11 +146,7 @@ class HFPrior:
         self.model.eval()
         self.name = str(options.model) + (f"+{options.adapter}" if options.adapter else "")
         # Token ids whose text holds a newline end a completion-mode turn.
-        # Piece spellings: literal (sentencepiece), "Ċ" (byte-level BPE) or a byte token.
-        vocab = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
-        self._newline = torch.tensor(
-            [bool(t) and ("\n" in t or "Ċ" in t or t == "<0x0A>") for t in vocab],
-            device=self.device)
+        self._newline = newline_tokens(self.tokenizer, self.device)
         self.ledger = Ledger(Budget(max_tokens=options.budget_tokens))
         self._queue: asyncio.Queue[_Request] | None = None
         self._worker: asyncio.Task[None] | None = None
@@ -177,41 +175,25 @@ class HFPrior:
         """``(text, prompt tokens, completion tokens)`` per prompt, one batched decode."""
         import torch
 
+        from amc.priors.decode import decode_batch
+
         o, tok = self.options, self.tokenizer
         enc = tok(prompts, return_tensors="pt", padding=True, padding_side="left").to(self.device)
         ids, attn = enc["input_ids"], enc["attention_mask"]  # (B, L)
         gens = [torch.Generator(device=self.device).manual_seed(s) for s in seeds]
         stop_at_newline = not o.chat_template
         b = ids.shape[0]
-        out = torch.full((b, o.max_new_tokens), tok.pad_token_id, device=self.device)
-        finished = torch.zeros(b, dtype=torch.bool, device=self.device)
-        lengths = torch.zeros(b, dtype=torch.long, device=self.device)
-        pos = (attn.cumsum(-1) - 1).clamp(min=0)
-        past = None
-        step_ids = ids
+
+        def draw(logits: Any) -> Any:
+            probs = self._filtered_probs(logits / o.temperature)  # (B, V), batched
+            # One draw per row from the row's own generator (batch-independent samples).
+            return torch.cat([torch.multinomial(probs[i], 1, generator=gens[i])
+                              for i in range(b)])
+
         with self._gpu_lock, torch.inference_mode():
-            for t in range(o.max_new_tokens):
-                res = self.model(input_ids=step_ids, attention_mask=attn, position_ids=pos,
-                                 cache=past, use_cache=True,  # transformers 5: `cache`
-                                 logits_to_keep=1)  # only the last position is sampled
-                past = res.cache
-                logits = res.logits[:, -1, :].float() / o.temperature  # (B, V)
-                probs = self._filtered_probs(logits)  # (B, V), batched
-                # One draw per row from the row's own generator (batch-independent samples).
-                nxt = torch.cat([torch.multinomial(probs[i], 1, generator=gens[i])
-                                 for i in range(b)])
-                nxt = torch.where(finished, torch.full_like(nxt, tok.pad_token_id), nxt)
-                out[:, t] = nxt
-                lengths += (~finished).long()
-                stop = nxt == tok.eos_token_id
-                if stop_at_newline:
-                    stop |= self._newline[nxt]
-                finished |= stop
-                if bool(finished.all()):
-                    break
-                step_ids = nxt[:, None]
-                attn = torch.cat([attn, torch.ones_like(step_ids)], dim=1)
-                pos = pos[:, -1:] + 1
+            out, lengths = decode_batch(self.model, ids, attn, o.max_new_tokens, draw,
+                                        eos_id=tok.eos_token_id, pad_id=tok.pad_token_id,
+                                        newline=self._newline if stop_at_newline else None)
         results = []
         for i in range(b):
             text = str(tok.decode(out[i, : int(lengths[i])], skip_special_tokens=True))

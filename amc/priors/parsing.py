@@ -2,9 +2,9 @@
 
 The agent answers in the ReAct format (``Thought: ...`` then ``Action: ...``). We take the
 *last* ``Action:`` line, keep the text after the colon on that line, and normalise it for the
-environment (:data:`NORMALISERS`). When the prompt listed a numbered action menu, a bare number
-(``3``, ``[3]``, ``3.``) maps to that listed action, and text that matches a listed action up to
-case and spacing is replaced by the listed spelling. Anything unusable becomes
+environment (its benchmark record's ``normalise``). When the prompt listed a numbered action
+menu, a bare number (``3``, ``[3]``, ``3.``) maps to that listed action, and text that matches
+a listed action up to case and spacing is replaced by the listed spelling. Anything unusable becomes
 :data:`amc.types.INVALID_ACTION`, which the environment answers with an error observation.
 
 Example::
@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from amc.envs.benchmarks import get_benchmark
 from amc.types import INVALID_ACTION
 
 _ACTION_LINE = re.compile(
@@ -31,44 +32,6 @@ _WRAPPERS = "`\"'* "
 
 def _collapse(s: str) -> str:
     return _WS.sub(" ", s).strip()
-
-
-def _textcraft(a: str) -> str:
-    # TextCraft commands use letters, digits, commas and spaces only ("craft 4 oak planks using
-    # 1 oak log"); drop everything else (trailing periods, quotes, "minecraft:" prefixes).
-    a = a.lower().replace("minecraft:", "").replace("_", " ")
-    a = re.sub(r"[^a-z0-9, ]", "", a)
-    a = re.sub(r"\s*,\s*", ", ", a)
-    return _collapse(a).strip(", ")
-
-
-def _sciworld(a: str) -> str:
-    return _collapse(a.lower()).rstrip(".")
-
-
-_WEB = re.compile(r"^(search|click)\s*\[\s*(.*?)\s*\]?$", re.IGNORECASE)
-
-
-def _webshop(a: str) -> str:
-    a = _collapse(a)
-    m = _WEB.match(a)
-    if not m:
-        return a
-    verb, arg = m.group(1).lower(), m.group(2)
-    # Clickables are matched lower-cased by the WebShop server; search keeps the user's words.
-    return f"{verb}[{arg.lower() if verb == 'click' else arg}]"
-
-
-def _generic(a: str) -> str:
-    return _collapse(a).rstrip(".")
-
-
-NORMALISERS: dict[str, Callable[[str], str]] = {
-    "textcraft": _textcraft,
-    "sciworld": _sciworld,
-    "webshop": _webshop,
-}
-"""Per-environment action normalisation; other environments collapse whitespace only."""
 
 
 def _key(s: str, norm: Callable[[str], str]) -> str:
@@ -100,7 +63,7 @@ def parse_action(
 
     Args:
         text: the model's completion (a full ReAct turn, or only the action if ``prefilled``).
-        env: environment registry name (selects the normaliser).
+        env: environment registry name (its benchmark record's normaliser).
         valid_actions: the numbered menu shown in the prompt, if any.
         prefilled: the prompt ended with ``Action:``.
     """
@@ -110,7 +73,7 @@ def parse_action(
         return INVALID_ACTION
     if raw is None:
         return INVALID_ACTION
-    norm = NORMALISERS.get(env, _generic)
+    norm = get_benchmark(env).normalise
     raw = _collapse(raw).strip(_WRAPPERS).strip()
     if valid_actions:
         m = _MENU_NUMBER.match(raw)

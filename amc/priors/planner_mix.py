@@ -25,10 +25,11 @@ history no longer shows which steps were the planner's; the optimal number of st
 menu-form plan's (:func:`amc.envs.textcraft.planner.menu_plan`).
 
 Planners (a function ``env -> next action | None`` per benchmark, plus optionally a memoised
-menu, :data:`PLANNERS`): TextCraft (:mod:`amc.envs.textcraft.planner`) and WebShop
-(:mod:`amc.envs.webshop.planner`: search, open the goal's product, choose its options, buy)
-and SciWorld (:mod:`amc.envs.sciworld.planner`: ScienceWorld's gold action sequence, followed
-open loop, read from the history alone -- a JVM is not replayed -- with the driver's menu for
+menu: the ``planner`` of its :class:`~amc.envs.benchmark.Benchmark` record): TextCraft
+(:mod:`amc.envs.textcraft.planner`) and WebShop (:mod:`amc.envs.webshop.planner`: search,
+open the goal's product, choose its options, buy) and SciWorld
+(:mod:`amc.envs.sciworld.planner`: ScienceWorld's gold action sequence, followed open loop,
+read from the history alone -- a JVM is not replayed -- with the driver's menu for
 the random branch, so ``enumerate_actions`` must be on). A Monte-Carlo rollout value
 (:mod:`amc.value.rollout`) shares the prior's replay cache, so its rollouts' states are
 replayed once.
@@ -38,61 +39,18 @@ Registered as prior ``planner-mix``.
 from __future__ import annotations
 
 import asyncio
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from pydantic import Field
 
 from amc.config import Frozen
+from amc.envs.benchmark import HistoryView, PlannerHooks
+from amc.envs.benchmarks import benchmark_names, get_benchmark
 from amc.envs.replay import ReplayCache, build_suite
-from amc.protocols import Environment, EnvSuite, WantsValidActions
+from amc.protocols import EnvSuite, WantsValidActions
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, AgentTurn, History, Usage
-
-
-@dataclass(frozen=True)
-class HistoryView:
-    """What a replay-free planner reads: the benchmark's suite and the particle's history."""
-
-    suite: EnvSuite
-    history: History
-
-
-Planner = Callable[[Any], str | None]
-"""A replayed :class:`Environment` (or a :class:`HistoryView`, replay-free) -> next action."""
-Menu = Callable[[Environment], list[str] | None]
-
-
-@dataclass(frozen=True)
-class PlannerHooks:
-    """What a benchmark offers the prior: its planner and, optionally, a faster menu."""
-
-    next_action: Planner
-    """The optimal next action in an episode's state (None: nothing left to do)."""
-    menu: Menu
-    """The state's valid actions (``env.valid_actions()``, possibly memoised)."""
-    replay: bool = True
-    """False: the planner reads a :class:`HistoryView` and the random branch draws from the
-    menu the driver attaches -- an I/O-bound environment (SciWorld's JVM) is not replayed."""
-    to_menu: Callable[[Environment, str], str] | None = None
-    """(state, planner action) -> the same action as the state's menu writes it (None: none)."""
-
-
-PLANNERS: dict[str, tuple[str, str | None]] = {
-    "textcraft": ("amc.envs.textcraft.planner:textcraft_next_action",
-                  "amc.envs.textcraft.planner:textcraft_menu"),
-    "webshop": ("amc.envs.webshop.planner:webshop_next_action", None),
-    "sciworld": ("amc.envs.sciworld.planner:sciworld_next_action", None),
-}
-"""Environment name -> ``module:function`` of its planner and of its menu (None: the
-environment's own ``valid_actions``)."""
-MENU_FORMS: dict[str, str] = {"textcraft": "amc.envs.textcraft.planner:textcraft_menu_form"}
-"""Environment name -> ``module:function`` of its menu-form hook (``PlannerHooks.to_menu``)."""
-REPLAY_FREE = frozenset({"sciworld"})
-"""Benchmarks whose planner reads a :class:`HistoryView` (no replayed environment)."""
 
 
 class PlannerMixOptions(Frozen):
@@ -108,23 +66,12 @@ class PlannerMixOptions(Frozen):
 
 
 def load_planner(env_name: str) -> PlannerHooks:
-    """The planner hooks of a benchmark (a clear error when there are none)."""
-    if env_name not in PLANNERS:
-        raise ValueError(f"planner-mix has planners for {', '.join(sorted(PLANNERS))}; "
-                         f"not for {env_name!r}")
-    planner, menu = PLANNERS[env_name]
-    to_menu = _resolve(MENU_FORMS[env_name]) if env_name in MENU_FORMS else None
-    return PlannerHooks(_resolve(planner), _resolve(menu) if menu else _own_menu,
-                        replay=env_name not in REPLAY_FREE, to_menu=to_menu)
-
-
-def _resolve(ref: str) -> Callable[..., Any]:
-    module, func = ref.split(":")
-    return getattr(importlib.import_module(module), func)
-
-
-def _own_menu(env: Environment) -> list[str] | None:
-    return env.valid_actions()
+    """The planner hooks of a benchmark's record (a clear error when it has none)."""
+    hooks = get_benchmark(env_name).planner
+    if hooks is None:
+        have = sorted(n for n in benchmark_names() if get_benchmark(n).planner is not None)
+        raise ValueError(f"planner-mix has planners for {', '.join(have)}; not for {env_name!r}")
+    return hooks()
 
 
 class PlannerMixPrior(WantsValidActions):
@@ -135,7 +82,7 @@ class PlannerMixPrior(WantsValidActions):
     def __init__(self, suite: EnvSuite, hooks: PlannerHooks, options: PlannerMixOptions) -> None:
         if options.menu_form and hooks.to_menu is None:
             raise ValueError("planner-mix menu_form needs the benchmark's menu-form hook "
-                             f"(known: {', '.join(sorted(MENU_FORMS))})")
+                             "(its Benchmark record's PlannerHooks.to_menu)")
         self.suite, self.hooks, self.options = suite, hooks, options
         self.replay = ReplayCache(suite, options.cache_size)  # a rollout value shares it
         # replayed: the replayed environment lists the menu, only when needed; replay-free:

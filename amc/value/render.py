@@ -39,14 +39,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Literal
 
 from pydantic import Field
 
 from amc.config import Frozen
+from amc.envs.benchmarks import benchmark_in, get_benchmark
 from amc.types import History
-
-RenderEnv = Literal["generic", "textcraft", "sciworld", "webshop"]
 
 DEFAULT_PREAMBLE = (
     "You are a value model for a text-based agent. Given the task instruction, the recent "
@@ -59,8 +57,8 @@ TokenCounter = Callable[[str], int]
 class RenderOptions(Frozen):
     """How a particle's history becomes the value model's input text."""
 
-    env: RenderEnv = "generic"
-    """Which instruction extractor to use (textcraft, sciworld, webshop or generic)."""
+    env: str = "generic"
+    """Whose instruction extractor to use: a registered benchmark's name, else generic."""
     history_k: int = Field(20, ge=0)
     """K: at most this many most recent (state, action) pairs are shown."""
     max_tokens: int | None = Field(None, ge=16)
@@ -71,69 +69,34 @@ class RenderOptions(Frozen):
     """Show ``[STEPS LEFT] k of T`` in NOW when the history carries its step budget."""
 
 
-def render_env_for(env_name: str | None) -> RenderEnv:
-    """The renderer flavour of an environment registry name (unknown names -> generic)."""
-    name = (env_name or "").lower()
-    known: tuple[RenderEnv, ...] = ("textcraft", "sciworld", "webshop")
-    return next((k for k in known if k in name), "generic")
+def render_env_for(env_name: str | None) -> str:
+    """The renderer flavour of an environment name: the registered benchmark it names, if any
+    (``agentgym-textcraft`` -> ``textcraft``), else ``generic``."""
+    return benchmark_in(env_name).name
 
 
 # ---------------------------------------------------------------- instruction extraction
 
-_WS = re.compile(r"[ \t]+")
+
+def extract_instruction(observation0: str, env: str) -> str:
+    """The task's goal/instruction as found in its initial observation, by ``env``'s benchmark
+    record (:attr:`~amc.envs.benchmark.Benchmark.extract_instruction`; e.g. TextCraft: the text
+    after ``Goal:``; generic: the text after the first ``Goal:``/``Instruction:``/``Task:``
+    marker, else the first non-empty line)."""
+    return get_benchmark(env).extract_instruction(observation0.strip())
 
 
-def _first_line(text: str) -> str:
-    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-
-
-def _webshop_parts(obs: str) -> list[str]:
-    return [p.strip() for p in obs.split("[SEP]") if p.strip()]
-
-
-def extract_instruction(observation0: str, env: RenderEnv) -> str:
-    """The task's goal/instruction as found in its initial observation.
-
-    - textcraft: the text after ``Goal:``;
-    - sciworld: the first non-empty line of the task description (after ``Task Description:``
-      when present);
-    - webshop: the text after ``Instruction:`` (up to the next ``[SEP]`` marker);
-    - generic: the text after the first ``Goal:``/``Instruction:``/``Task:`` marker, else the
-      first non-empty line.
-    """
-    obs = observation0.strip()
-    if env == "textcraft" and "Goal:" in obs:
-        return obs.split("Goal:", 1)[1].strip()
-    if env == "sciworld":
-        m = re.search(r"Task Description:\s*", obs, re.IGNORECASE)
-        return _first_line(obs[m.end():] if m else obs)
-    if env == "webshop":
-        m = re.search(r"Instruction:\s*(?:\[SEP\]\s*)?", obs)
-        if m:
-            rest = obs[m.end():]
-            return rest.split("[SEP]", 1)[0].strip()
-        return _first_line(obs)
-    for marker in ("Goal:", "Instruction:", "Task:"):
-        if marker in obs:
-            return _first_line(obs.split(marker, 1)[1])
-    return _first_line(obs)
-
-
-def clean_state(observation: str, instruction: str, env: RenderEnv) -> str:
-    """An observation with the repeated instruction removed (per environment)."""
-    obs = observation.strip()
-    if env == "textcraft" and "Goal:" in obs:
-        obs = obs.split("Goal:", 1)[0].rstrip()
-    elif env == "webshop" and instruction:
-        obs = re.sub(r"Instruction:\s*(\[SEP\]\s*)?", "", obs).replace(instruction, "").strip()
-        obs = re.sub(r"(\[SEP\]\s*){2,}", "[SEP] ", obs).strip(" [SEP]").strip() or obs
-    return obs
+def clean_state(observation: str, instruction: str, env: str) -> str:
+    """An observation with the repeated instruction removed (by ``env``'s benchmark record)."""
+    return get_benchmark(env).clean_state(observation.strip(), instruction)
 
 
 # ---------------------------------------------------------------- rendering
 
+_WS = re.compile(r"[ \t]+")
 
-def _pairs(history: History, instruction: str, env: RenderEnv) -> list[tuple[str, str]]:
+
+def _pairs(history: History, instruction: str, env: str) -> list[tuple[str, str]]:
     """(state s_i, action a_i) for i = 0..t-1 (state before the action)."""
     states = [history.observation0, *(s.observation for s in history.steps)][: history.t]
     return [

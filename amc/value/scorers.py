@@ -29,6 +29,7 @@ import torch
 from pydantic import Field
 
 from amc.config import Frozen
+from amc.envs.benchmarks import benchmark_in
 from amc.protocols import CompletionClient, ReportsUsage
 from amc.registry import VALUES
 from amc.types import History, Usage
@@ -176,7 +177,7 @@ class LLMValueOptions(Frozen):
     """Options of the zero-shot and FoA value baselines."""
 
     reward_range: tuple[float, float] | None = None
-    """(low, high) of the future reward (None: (-1, 1) on sciworld, else (0, 1))."""
+    """(low, high) of the future reward (None: the benchmark record's, e.g. (-1, 1) on sciworld)."""
     history_k: int = Field(20, ge=0)
     """Most recent (state, action) pairs shown in the prompt."""
     max_concurrency: int = Field(16, ge=1)
@@ -205,8 +206,9 @@ FOA_PROMPT = (
 
 
 def default_reward_range(env_name: str | None) -> tuple[float, float]:
-    """(-1, 1) for SciWorld (failure scores -1), (0, 1) otherwise."""
-    return (-1.0, 1.0) if render_env_for(env_name) == "sciworld" else (0.0, 1.0)
+    """The reward range of the benchmark ``env_name`` names (e.g. SciWorld's failure scores
+    -1: (-1, 1)); (0, 1) for the generic record."""
+    return benchmark_in(env_name).reward_range
 
 
 class _LLMValue(ReportsUsage):

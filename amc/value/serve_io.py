@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from amc.envs.benchmarks import benchmark_in
 from amc.types import History, Step
-from amc.value.render import render_env_for
 
 TEXT_COL = "text"
 HISTORY_COL = "history"
@@ -98,11 +98,11 @@ def invocations_body(rows: Sequence[str], column: str = HISTORY_COL) -> dict[str
 
 
 def reward_range_for(meta: Mapping[str, Any]) -> tuple[float, float]:
-    """The model's reward range: ``meta["reward_range"]`` or (-1, 1) on SciWorld, else (0, 1)."""
+    """The model's reward range: ``meta["reward_range"]``, else its benchmark record's."""
     if meta.get("reward_range") is not None:
         lo, hi = (float(x) for x in meta["reward_range"])
     else:
-        lo, hi = (-1.0, 1.0) if render_env_for(meta.get("env")) == "sciworld" else (0.0, 1.0)
+        lo, hi = benchmark_in(meta.get("env")).reward_range
     if not lo < hi:
         raise ValueError(f"reward_range must be (low, high) with low < high, got {(lo, hi)}")
     return lo, hi

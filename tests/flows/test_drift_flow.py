@@ -12,7 +12,7 @@ from prefect.client.orchestration import get_client
 from flows.drift import drift_flow
 from flows.retrain_and_promote import retrain_and_promote
 from tests.flows.test_flows import artifact
-from tests.pipeline.test_drift import MODEL, set_q, textcraft, train_and_promote  # noqa: F401
+from tests.monitor.test_drift import MODEL, set_q, textcraft, train_and_promote  # noqa: F401
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from prefect.client.orchestration import get_client
 
-from amc.pipeline.collect import MANIFEST
+from amc.pipeline.artifacts import MANIFEST
 from amc.pipeline.params import load_params
 from flows.collect import collect_flow
 from flows.evaluate import evaluate_flow

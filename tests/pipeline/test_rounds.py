@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from amc.pipeline import collect, dataset, rounds
+from amc.pipeline import artifacts, collect, dataset, rounds
 from amc.pipeline.params import load_params
 from amc.results import read_jsonl
 from tests.pipeline.conftest import TOY_PARAMS
@@ -98,7 +98,7 @@ def test_two_rounds_collect_fresh_rollouts_and_the_window_picks_the_data(
         assert res.complete and res.out_dir == Path(f"data/trajectories/round-{r:04d}")
         assert [f.name for f in res.files] == [f"bon@4__seed{1000 * r}.jsonl"]
         card = dataset.run(p)
-        src = dataset.source(p.dataset.out_dir)
+        src = artifacts.source(p.dataset.out_dir)
         assert (src["round"], src["rounds"]) == (r, [r])  # window 1: this round only
         rows.append(card["splits"]["train"]["rows"])
         rec = rounds.load_round(p, r)
@@ -115,7 +115,7 @@ def test_two_rounds_collect_fresh_rollouts_and_the_window_picks_the_data(
     # window None: both rounds in the next dataset (the latest round's record is closed)
     write_params(rounds={"enabled": True, "window": None})
     card = dataset.run(load_params())
-    assert dataset.source(p.dataset.out_dir)["rounds"] == [0, 1]
+    assert artifacts.source(p.dataset.out_dir)["rounds"] == [0, 1]
     assert card["splits"]["train"]["rows"] + card["splits"]["validation"]["rows"] > max(rows)
 
 

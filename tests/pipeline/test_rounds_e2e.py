@@ -2,7 +2,7 @@
 
 A temp git + DVC project holds the pipeline with ``rounds.enabled``, TextCraft (offline recipes,
 crafting depth <= 2) and the planner-mix prior (q = 0.5: no LLM), a 1-layer MiniLM value head.
-``python -m amc.pipeline.rounds`` runs twice; each run is one round: fresh rollouts, a new
+``python -m amc.pipeline.round`` runs twice; each run is one round: fresh rollouts, a new
 dataset version (``dvc commit``), a new model version, a gate decision, and the lineage that
 ties them together (ledger, ``dvc.lock``, MLflow inputs/tags/descriptions).
 """
@@ -66,7 +66,7 @@ def two_rounds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str
         run(root, *cmd)
     hashes = []
     for _ in range(2):
-        run(root, sys.executable, "-m", "amc.pipeline.rounds")
+        run(root, sys.executable, "-m", "amc.pipeline.round")
         hashes.append(lock_hash(root, "data/dataset"))
     return root, hashes
 

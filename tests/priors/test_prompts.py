@@ -1,4 +1,6 @@
-from amc.priors.prompts import PROMPTS, chat_messages, completion_prompt, get_prompts
+from amc.envs.benchmarks import benchmark_names
+from amc.envs.generic import GENERIC
+from amc.priors.prompts import chat_messages, completion_prompt, get_prompts
 from amc.types import History, Step
 
 H = History(
@@ -9,11 +11,11 @@ H = History(
 
 
 def test_registry_has_the_three_benchmarks_and_a_fallback():
-    get_prompts("textcraft")
-    assert {"textcraft", "sciworld", "webshop", "generic"} <= set(PROMPTS)
-    assert get_prompts("unknown-env") is PROMPTS["generic"]
-    assert "Reflection:" in PROMPTS["sciworld"].reflact_instruction
-    for p in PROMPTS.values():
+    assert {"textcraft", "sciworld", "webshop"} <= set(benchmark_names())
+    assert len({get_prompts(b) for b in ("textcraft", "sciworld", "webshop")}) == 3
+    assert get_prompts("unknown-env") is GENERIC.prompts
+    assert "Reflection:" in get_prompts("sciworld").reflact_instruction
+    for p in [GENERIC.prompts, *(get_prompts(b) for b in benchmark_names())]:
         assert "Thought:" in p.instruction and "Action:" in p.instruction
 
 

@@ -41,7 +41,7 @@ def gold_progress(gold: Sequence[str], taken: Sequence[str]) -> int:
 def sciworld_next_action(view: object) -> str | None:
     """The next gold action not taken yet (None: episode over, or the gold path is used up).
 
-    ``view``: a :class:`~amc.priors.planner_mix.HistoryView` (suite and history). It needs no
+    ``view``: a :class:`~amc.envs.benchmark.HistoryView` (suite and history). It needs no
     simulator state -- the JVM is not replayed -- only the game's memoised gold path.
     """
     suite, history = getattr(view, "suite", None), getattr(view, "history", None)

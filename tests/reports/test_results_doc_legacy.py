@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from amc.pipeline.results_doc import write_results_doc
-from amc.pipeline.run_summary import load_run_summary
+from amc.reports.results_doc import write_results_doc
+from amc.reports.run_summary import load_run_summary
 
 
 def _old_row(role, n, reward, se):

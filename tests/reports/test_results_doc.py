@@ -2,7 +2,7 @@
 
 import json
 
-from amc.pipeline.results_doc import reading, write_results_doc
+from amc.reports.results_doc import reading, write_results_doc
 
 
 def _m(role, n, sel, se, oracle=None, success=0.5):
@@ -132,7 +132,7 @@ def test_extra_configuration_from_amc_run_and_cli_errors(tmp_path, monkeypatch):
 
 
 def test_roles_of_amc_run_specs_follow_the_configured_values():
-    from amc.pipeline.run_summary import _role, describe_config
+    from amc.reports.run_summary import _role, describe_config
 
     cfg = {"value": {"name": "learned", "options": {"model": "models:/v@champion"}},
            "values": {"zs": {"name": "zero-shot"}, "mine": {"name": "learned"}}}
@@ -160,7 +160,7 @@ def test_unmeasured_deployable_is_na_and_old_summaries_read_as_new(tmp_path):
 
 
 def test_paired_table_shows_intervals_and_na_for_unmeasured():
-    from amc.pipeline.results_doc import paired_table
+    from amc.reports.results_doc import paired_table
 
     row = {"baseline": "bon@8", "runs": 40, "tasks": 20, "deployable_reward": 0.05,
            "deployable_reward_se": 0.01, "deployable_reward_lo": 0.03,

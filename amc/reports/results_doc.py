@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from amc.pipeline.run_summary import describe_config, load_run_summary, upgrade_summary
+from amc.reports.run_summary import describe_config, load_run_summary, upgrade_summary
 from amc.results import write_json_atomic
 
 METRICS = (("deployable_reward", "deployable (value-selected)"),
@@ -273,7 +273,7 @@ def write_results_doc(summary_file: str | Path | None, plots_dir: str | Path, ou
     ``summary_file`` is the pipeline report's summary (None: only the ``extra`` sections);
     ``extra`` adds ``(title, summary.json of amc run)`` sections; ``intro`` is a paragraph
     placed under the title (e.g. why this configuration was chosen); ``grpo`` adds the GRPO
-    comparison (:mod:`amc.pipeline.grpo_table`: frozen run, GRPO-policy run, training metrics).
+    comparison (:mod:`amc.reports.grpo_table`: frozen run, GRPO-policy run, training metrics).
     """
     if summary_file is None and not extra and grpo is None:
         raise ValueError("nothing to report: no pipeline summary and no extra sections")
@@ -307,7 +307,7 @@ def write_results_doc(summary_file: str | Path | None, plots_dir: str | Path, ou
     for sec_title, run, path in runs:
         parts += _extra_section(sec_title, run, path)
     if grpo is not None:
-        from amc.pipeline.grpo_table import grpo_section
+        from amc.reports.grpo_table import grpo_section
 
         parts += grpo_section(*grpo)
     out.write_text("\n".join(parts) + "\n")

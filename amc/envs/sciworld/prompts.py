@@ -1,6 +1,6 @@
 """ScienceWorld prompts: elementary-science tasks in a simulated house, ReAct and ReflAct."""
 
-from amc.priors.prompts import PromptSet, register
+from amc.envs.benchmark import PromptSet
 
 _ACTIONS = """\
 Commands you can use (OBJ is an object, LOC a location):
@@ -50,6 +50,4 @@ Action: connect orange wire terminal 2 to red light bulb anode
 Observation: terminal 2 on orange wire is now connected to anode on red light bulb. The red \
 light bulb is on."""
 
-PROMPTS = register(
-    "sciworld", PromptSet(INSTRUCTION, EXAMPLE, reflact_instruction=REFLACT_INSTRUCTION)
-)
+PROMPTS = PromptSet(INSTRUCTION, EXAMPLE, reflact_instruction=REFLACT_INSTRUCTION)

@@ -1,6 +1,6 @@
 """TextCraft prompts: craft a Minecraft item from listed recipes with get/craft/inventory."""
 
-from amc.priors.prompts import PromptSet, register
+from amc.envs.benchmark import PromptSet
 
 INSTRUCTION = """\
 You are playing a text-only crafting game set in Minecraft. At the start you see a list of \
@@ -71,4 +71,4 @@ Valid actions now:
 Action: craft 1 wooden shovel using 1 birch planks, 2 stick
 Observation: Crafted 1 minecraft:wooden_shovel"""
 
-PROMPTS = register("textcraft", PromptSet(INSTRUCTION, EXAMPLE, menu_example=MENU_EXAMPLE))
+PROMPTS = PromptSet(INSTRUCTION, EXAMPLE, menu_example=MENU_EXAMPLE)

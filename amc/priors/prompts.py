@@ -1,7 +1,8 @@
 """ReAct prompts per environment, and how a particle's history becomes a prompt.
 
-Each environment registers a :class:`PromptSet` (in its own module, written in our words):
-an instruction, a worked example of a *different* task (few-shot transcripts for completion
+Each benchmark's record (:class:`~amc.envs.benchmark.Benchmark`) holds a
+:class:`~amc.envs.benchmark.PromptSet` (in its own folder, written in our words): an
+instruction, a worked example of a *different* task (few-shot transcripts for completion
 models), and optionally a ReflAct instruction. Three styles are rendered from it:
 
 - ``react``: Thought/Action turns; chat models get the instruction as the system message.
@@ -18,42 +19,18 @@ Completion rendering (:func:`completion_prompt`) is a plain transcript that ends
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+from amc.envs.benchmark import PromptSet
+from amc.envs.benchmarks import get_benchmark
 from amc.types import History
 
 Style = Literal["react", "reflact", "menu"]
 
 
-@dataclass(frozen=True)
-class PromptSet:
-    """The texts that describe one environment to the agent."""
-
-    instruction: str
-    """What the task is, the action grammar and the Thought/Action answer format."""
-    example: str
-    """A solved transcript of another task: ``Observation:``/``Action:`` lines, no thoughts."""
-    reflact_instruction: str | None = None
-    """Instruction for the ReflAct variant (``Reflection:`` instead of ``Thought:``)."""
-    menu_example: str | None = None
-    """The example with a ``Valid actions now:`` list before each action (menu style)."""
-
-
-PROMPTS: dict[str, PromptSet] = {}
-"""Prompt registry keyed by environment name."""
-
-
-def register(env: str, prompts: PromptSet) -> PromptSet:
-    PROMPTS[env] = prompts
-    return prompts
-
-
 def get_prompts(env: str) -> PromptSet:
-    """The prompts of ``env`` (a generic set for environments without their own)."""
-    from amc.priors.prompts import generic, sciworld, textcraft, webshop  # noqa: F401
-
-    return PROMPTS.get(env, PROMPTS["generic"])
+    """The prompts of ``env``'s benchmark record (the generic set for environments without)."""
+    return get_benchmark(env).prompts
 
 
 MENU_HEADER = "Valid actions now:"

@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from amc.config import RunConfig, ValueConfig
-from amc.pipeline.evaluate import resolve_alias
+from amc.pipeline.artifacts import resolve_alias
+from amc.pipeline.calibration import model_calibration, prior_states
 from amc.pipeline.gate_stats import drift_check
 from amc.pipeline.params import PipelineParams, model_name, stage_main
-from amc.pipeline.promote import model_calibration, prior_states
 from amc.results import read_jsonl, write_json_atomic
 
 HISTORY = "history.jsonl"
@@ -181,7 +181,7 @@ def _log_run(p: PipelineParams, rec: dict[str, Any]) -> None:
 
 
 def run(p: PipelineParams) -> dict[str, Any]:
-    """``python -m amc.pipeline.drift``: one check (prints the verdict)."""
+    """``python -m amc.monitor.drift``: one check (prints the verdict)."""
     rec = monitor(p)
     print(markdown(rec))
     return rec

@@ -73,7 +73,7 @@ def grpo_section(frozen_path: Path, policy_path: Path, metrics_path: Path) -> li
 
 def _setting(frozen: Mapping[str, Any]) -> list[str]:
     """What both runs share, and which value the frozen SMC rows used (AMC only if learned)."""
-    from amc.pipeline.run_summary import describe_config
+    from amc.reports.run_summary import describe_config
 
     cfg = frozen.get("config") or {}
     value = (cfg.get("value") or {}).get("name", "none")

@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from amc.config import Frozen
-from amc.pipeline import collect, drift, evaluate, promote
+from amc.monitor import drift
+from amc.pipeline import collect, evaluate, promote
 from amc.pipeline.params import load_params
 from amc.registry import VALUES
 from amc.types import History

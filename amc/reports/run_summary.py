@@ -100,7 +100,7 @@ def load_run_summary(path: Path) -> dict[str, Any]:
     """An ``amc run`` summary (or a resolved copy from ``<doc>-assets/``) with roles, N and --
     when its results files sit beside it -- the paired differences to Best-of-N (the same
     statistic as the pipeline's report); a resolved copy without them keeps its stored pairs."""
-    from amc.pipeline.report import paired_differences
+    from amc.reports.paired import paired_to_bon
     from amc.results import read_jsonl, results_path
     from amc.smc.records import TaskResult
 
@@ -115,7 +115,7 @@ def load_run_summary(path: Path) -> dict[str, Any]:
         results_path(path.parent, name, seed))] for name in methods for seed in cfg.get(
         "seeds") or ()}
     if any(results.values()):
-        paired = paired_differences({"methods": methods}, results)
+        paired = paired_to_bon(methods, results)
     else:
         paired = s["paired"] if resolved else {}
     return {**s, "methods": methods, "paired": paired}

@@ -1,6 +1,6 @@
 """WebShop prompts: search an online shop and buy the product that fits the instruction."""
 
-from amc.priors.prompts import PromptSet, register
+from amc.envs.benchmark import PromptSet
 
 INSTRUCTION = """\
 You are shopping on a website for a customer. The instruction says what to buy, with the \
@@ -31,4 +31,4 @@ Observation: You have clicked 12 pack.
 Action: click[buy now]
 Observation: Thank you for shopping with us! Your score: 1.0"""
 
-PROMPTS = register("webshop", PromptSet(INSTRUCTION, EXAMPLE))
+PROMPTS = PromptSet(INSTRUCTION, EXAMPLE)

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from amc.pipeline.grpo_table import grpo_table
-from amc.pipeline.results_doc import write_results_doc
+from amc.reports.grpo_table import grpo_table
+from amc.reports.results_doc import write_results_doc
 
 CFG = {"env": {"name": "textcraft"}, "split": "test", "max_tasks": 3, "task_ids": None,
        "seeds": [0, 1]}

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from amc.cli.main import app
-from amc.pipeline.calibrate import calibrate, pass_at_k, read_results
+from amc.monitor.calibrate import calibrate, pass_at_k, read_results
 
 
 def brute_pass_at_k(outcomes: list[bool], k: int) -> float:

@@ -1,0 +1,56 @@
+"""A value model's calibration on the prior's own states, shared by the promote stage's guard
+and the drift monitor: the states are (prefix, realised future reward) pairs of evaluated
+trajectories, the error is in reward units (:mod:`amc.pipeline.gate_stats`)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from amc.pipeline.gate_stats import calibration_bias, calibration_mae
+from amc.pipeline.params import PipelineParams
+from amc.smc.records import TaskResult
+from amc.types import History
+
+
+def prior_states(results: dict[str, list[TaskResult]], specs: list[str], limit: int, seed: int
+                 ) -> list[tuple[History, float]]:
+    """(prefix history, realised future reward) of the trajectories of ``specs``, at most
+    ``limit`` (a seeded subsample, so both models are scored on the same states)."""
+    import numpy as np
+
+    pairs = []
+    for key in sorted(results):
+        if key.split("#")[0] not in specs:
+            continue
+        for r in results[key]:
+            for tr in r.trajectories:
+                rewards = [s.reward for s in tr.steps]
+                for k in range(len(tr.steps)):
+                    pairs.append((History(r.task_id, r.observation0, tr.steps[:k], budget=r.budget),
+                                  float(sum(rewards[k:]))))
+    if len(pairs) > limit:
+        idx = np.random.default_rng(seed).choice(len(pairs), size=limit, replace=False)
+        pairs = [pairs[i] for i in sorted(idx)]
+    return pairs
+
+
+def model_calibration(p: PipelineParams, uri: str, pairs: list[tuple[History, float]]
+                      ) -> dict[str, float | None]:
+    """Calibration error (MAE) and bias (mean predicted - realised), reward units, of the
+    value model ``uri`` on ``pairs``."""
+    if not pairs:
+        return {"calibration_mae": None, "calibration_bias": None}
+    from amc.registry import ENVIRONMENTS, VALUES
+
+    async def score() -> list[float]:
+        env_opts = ENVIRONMENTS.validate(p.env.name, p.env.options)
+        v = VALUES.build(p.evaluate.learned_value, {"model": uri}, beta=p.smc.beta,
+                         prior=None, env_name=p.env.name, env_options=env_opts)
+        try:
+            return [float(x) for x in await v.score([h for h, _ in pairs])]
+        finally:
+            await v.aclose()
+
+    pred, real = asyncio.run(score()), [y for _, y in pairs]
+    return {"calibration_mae": calibration_mae(pred, real),
+            "calibration_bias": calibration_bias(pred, real)}
