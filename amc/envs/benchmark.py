@@ -93,3 +93,6 @@ class Benchmark:
     """The ``planner-mix`` prior's hooks, loaded on demand (None: the benchmark has none)."""
     paper_split: Callable[[str], list[int]] | None = None
     """The paper's ``"train"``/``"test"`` task ids (None: no packaged split)."""
+    task_identity: tuple[str, ...] = ()
+    """The environment options that decide which goal a task id names (a declared test set
+    applies to a run whose values of these options equal the declaration's)."""

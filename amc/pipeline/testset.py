@@ -29,12 +29,10 @@ from typing import Any
 import numpy as np
 
 from amc import stats
+from amc.envs.benchmarks import get_benchmark
 
 DECLARED = Path(__file__).parent / "declared"
 """Committed declarations (package data): every collection skips their tasks."""
-IDENTITY = {"textcraft": ("recipe_source", "minecraft_version", "split", "splits_dir")}
-"""Per environment, the options that decide which goal a task id names (a declaration applies
-to a run whose values of these options equal the declaration's)."""
 
 
 def power_calculation(per_task: Sequence[float], *, effect: float, level: float = 0.05,
@@ -108,9 +106,10 @@ def choose_train_tasks(train: Sequence[str], used: Sequence[str], k: int, seed: 
 
 
 def identity(env: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options that decide what a task id means (see :data:`IDENTITY`)."""
+    """The options that decide what a task id means (the benchmark record's
+    ``task_identity``)."""
     return {k: (None if options.get(k) is None else str(options.get(k)))
-            for k in IDENTITY.get(env, ())}
+            for k in get_benchmark(env).task_identity}
 
 
 def excluded_tasks(env: str, options: Mapping[str, Any], root: Path = DECLARED) -> set[str]:

@@ -1,8 +1,5 @@
 """Sections of ``docs/evidence.md``: paired tables, the best regime, the goal, the limits.
-
-Every number comes from the cell records' rows through :mod:`amc.sweeps.select`; every
-sentence stating a verdict (goal met or not, where AMC cannot win) is computed from them.
-"""
+Every number and verdict comes from the cell records' rows (:mod:`amc.sweeps.select`)."""
 
 from __future__ import annotations
 

@@ -137,14 +137,15 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
     tagged = asyncio.run(rollouts(vp, cell))
     smc: set[int] = set()
     if vp.smc_states:  # AMC's visited states of the train/validation tasks only
-        held = held_out_tasks(tagged, vp)
+        held = held_out_tasks(tagged, dataset_options(vp))
         extra = [(q, h) for q in vp.q_grid for h in asyncio.run(smc_histories(vp, cell, q))
                  if h.task_id not in held]
         smc = set(range(len(tagged), len(tagged) + len(extra)))
         tagged += extra
     card = build_dataset([h for _, h in tagged], ds, dataset_options(vp))
     cfg = train_config(vp, work / "feature-cache", track)
-    targets = apply_targets(ds, tagged, smc, vp, cell, cfg, work)
+    targets = apply_targets(ds, tagged, smc, vp, cell, cfg, work,
+                            held_out_tasks(tagged, dataset_options(vp)))
     curve = quality_vs_size(ds, list(vp.sizes), cfg, work / "quality", progress=progress)
     final = train(ds, cfg, vp.out_dir)
     calibration = fit_calibration(vp, load_dataset_dir(ds)[0]["validation"])

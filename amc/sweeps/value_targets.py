@@ -130,22 +130,23 @@ def state_values(model_dir: str, dsd: Any) -> dict[Key, float]:
     return out
 
 
-def held_out_tasks(tagged: list[tuple[float, History]], vp: ValueParams) -> set[str]:
-    """The value dataset's test-split tasks (as :func:`amc.value.data.build_rows` splits)."""
-    from amc.sweeps.value import dataset_options
+def held_out_tasks(tagged: list[tuple[float, History]], opts: Any) -> set[str]:
+    """The value dataset's test-split tasks (as :func:`amc.value.data.build_rows` splits with
+    the dataset options ``opts``)."""
     from amc.value.data import split_tasks
 
-    return set(split_tasks({h.task_id for _, h in tagged}, dataset_options(vp))["test"])
+    return set(split_tasks({h.task_id for _, h in tagged}, opts)["test"])
 
 
 def apply_targets(ds: Path, tagged: list[tuple[float, History]], smc: set[int],
-                  vp: ValueParams, cell: CellParams, cfg: Any, work: Path) -> dict[str, Any]:
+                  vp: ValueParams, cell: CellParams, cfg: Any, work: Path, held: set[str]
+                  ) -> dict[str, Any]:
     """Rewrite the built dataset's train/validation targets per the options; what was done."""
     from amc.value.data import load_dataset_dir
     from amc.value.targets import retarget
     from amc.value.train import train
 
-    skip = held_out_tasks(tagged, vp)
+    skip = held  # the held-out tasks keep their realised targets
     done: dict[str, Any] = {"state_rollouts": vp.state_rollouts, "targets": vp.targets,
                             "smc_trajectories": len(smc)}
     if vp.state_rollouts or smc:

@@ -43,4 +43,6 @@ def planner() -> PlannerHooks:
 
 
 BENCHMARK = Benchmark("textcraft", PROMPTS, normalise, extract_instruction, clean_state,
-                      planner=planner, paper_split=partial(paper_split, "textcraft"))
+                      planner=planner, paper_split=partial(paper_split, "textcraft"),
+                      task_identity=("recipe_source", "minecraft_version", "split",
+                                     "splits_dir"))
