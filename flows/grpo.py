@@ -1,6 +1,6 @@
 """Flow ``amc-grpo``: the optional GRPO stage (:mod:`amc.pipeline.grpo`) as Prefect tasks.
 
-The same four steps as ``dvc repro grpo/dvc.yaml``: train (registers ``amc-policy-<env>``),
+The same four steps as ``dvc --cd grpo repro``: train (registers ``amc-policy-<env>``),
 evaluate the frozen prior, evaluate the GRPO policy, compare. The frozen evaluation does not
 need the policy, so it is submitted first and runs while GRPO trains (with a thread runner of
 two workers). Tasks pass paths, never trajectories. With ``grpo.enabled: false`` the flow writes
