@@ -37,6 +37,7 @@ from amc.pipeline.gate_stats import (
     guard_vetoes,
     paired_test,
 )
+from amc.pipeline.headline import promotion_headline
 from amc.pipeline.lineage import annotate_version
 from amc.pipeline.params import PipelineParams, stage_main
 from amc.pipeline.rounds import active_round, finish_round
@@ -326,7 +327,7 @@ def promote(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
                          f"{d['reason']}")
     d["champion_after"] = current_aliases(p, name)["champion"] if name else None
     write_json_atomic(p.promote.out_file, d)
-    write_json_atomic(p.promote.metrics_file, flat_metrics(d))
+    write_json_atomic(p.promote.metrics_file, promotion_headline(d))  # the rest: out_file
     r = active_round(p)
     if track:
         _log_run(p, d, r)
