@@ -35,7 +35,7 @@ from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, check_components, stage_main
 from amc.registry import ENVIRONMENTS
 from amc.results import read_jsonl, results_path, write_json_atomic, write_jsonl_atomic
-from amc.runner import _method_run_config, resolve_methods, run_methods, task_list
+from amc.runner import _method_run_config, resolve_methods, run_methods, sample_hash, task_list
 
 MANIFEST = "manifest.json"
 
@@ -66,15 +66,17 @@ def run_config(p: PipelineParams, out_dir: Path | None = None,
 def drop_stale(cfg: RunConfig) -> list[Path]:
     """Delete results files of ``cfg`` written under another configuration (DVC persists them).
 
-    Returns the deleted paths. Files of the current configuration are kept (resume).
+    Returns the deleted paths. Files of the current configuration are kept (resume), and so
+    are files sampled alike under another selection value: the runner re-selects them.
     """
     dropped = []
     for m in resolve_methods(cfg):
-        want = config_hash(_method_run_config(cfg, m))
+        want, sample = config_hash(_method_run_config(cfg, m)), sample_hash(cfg, m)
         for seed in cfg.seeds:
             path = results_path(cfg.out_dir, m.name, seed)
             first = next(read_jsonl(path), None)
-            if first is not None and first.get("config_hash") != want:
+            if first is not None and first.get("config_hash") != want \
+                    and first.get("sample_hash") != sample:
                 path.unlink()
                 dropped.append(path)
     return dropped

@@ -156,6 +156,35 @@ def test_exp_run_metrics_and_plots(project: Project) -> None:
     assert "<img" in page and "http" not in page  # images, nothing fetched from a CDN
 
 
+def test_exp_run_of_a_training_param_reuses_the_baselines_rollouts(project: Project) -> None:
+    from amc.results import results_path
+
+    ev = project.root / "data/eval"
+    files = {(s, seed): results_path(ev, s, seed) for s in ("react", "bon@4") for seed in (0, 1)}
+    amc_before = lines_of(results_path(ev, "smc@4+challenger", 0))
+
+    before = {s: lines_of(f) for s, f in files.items()}
+    out = project.run("dvc", "exp", "run", "-S", "train.lr=1e-4")
+    assert "Running stage 'train'" in out and "Running stage 'evaluate'" in out
+    record = json.loads((ev / "evaluation.json").read_text())
+    assert record["models"]["challenger"]["version"] == "2"  # a new model selected ...
+    for s, f in files.items():
+        after = lines_of(f)
+        assert [r["trajectories"][0]["steps"] for r in after] == \
+            [r["trajectories"][0]["steps"] for r in before[s]], s  # ... the same rollouts
+        assert [r["wall_s"] for r in after] == [r["wall_s"] for r in before[s]], s  # not rerun
+        assert after[0]["config_hash"] != before[s][0]["config_hash"]  # re-selected by v2
+    amc_after = lines_of(results_path(ev, "smc@4+challenger", 0))  # it depends on the model:
+    assert amc_after[0]["sample_hash"] != amc_before[0]["sample_hash"]  # sampled again
+    assert "smc@4+champion" in record["methods"]  # v1 (champion) vs v2 on the same pairs
+
+
+def lines_of(path: Path) -> list[dict]:
+    from amc.results import read_jsonl
+
+    return list(read_jsonl(path))
+
+
 def _find_key(obj: object, key: str):
     """Every value stored under ``key`` anywhere in nested JSON (dvc exp show's rows)."""
     if isinstance(obj, dict):
