@@ -28,10 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from amc.config import MethodConfig, RunConfig, ValueConfig, config_hash
 from amc.priors.ledger import BUDGET_STOP
+from amc.progress import progress_bar
 from amc.protocols import EnvSuite, Prior, ValueFunction
 from amc.registry import ENVIRONMENTS, PRIORS, VALUES
 from amc.results import (
@@ -245,6 +244,7 @@ async def run_one_method(
     particle_semaphore: asyncio.Semaphore,
     progress: bool = True,
     sample: str | None = None,
+    label: str = "",
 ) -> tuple[list[TaskResult], list[dict[str, Any]]]:
     """Run one (method, seed) over ``tasks``, resuming; returns (results, failure records).
 
@@ -262,8 +262,8 @@ async def run_one_method(
     value = comps.values[method.value.model_dump_json()]
     task_sem = asyncio.Semaphore(max_concurrent_tasks)
     failed: dict[str, dict[str, Any]] = {}
-    bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc=f"{method.name} s{seed}",
-               unit="task", file=sys.stderr, disable=not progress, leave=False)
+    bar = progress_bar(len(tasks), len(tasks) - len(todo), f"{label}{method.name} s{seed}",
+                       enabled=progress)
 
     async def one(task_id: str) -> None:
         res: TaskResult | None = None
@@ -311,11 +311,11 @@ async def run_methods(cfg: RunConfig, *, progress: bool = True,
             if not tasks:
                 raise ValueError(f"no tasks in split {cfg.split!r} of {cfg.env.name}")
             sem = asyncio.Semaphore(cfg.max_concurrent_particles)
-            for m, seed in units:
+            for i, (m, seed) in enumerate(units, 1):
                 res, failed = await run_one_method(
                     comps, m, tasks, seed, out_dir, progress=progress,
                     run_hash=config_hash(_method_run_config(cfg, m)),
-                    sample=sample_hash(cfg, m),
+                    sample=sample_hash(cfg, m), label=f"[{i}/{len(units)}] ",
                     max_concurrent_tasks=cfg.max_concurrent_tasks, particle_semaphore=sem)
                 outcome.results[f"{m.name}#{seed}"] = res
                 if failed:

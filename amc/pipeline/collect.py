@@ -219,5 +219,5 @@ def finish(p: PipelineParams, started: float | None = None) -> CollectResult:
     return res
 
 
-if __name__ == "__main__":  # the DVC stage's cmd
-    stage_main(run)
+if __name__ == "__main__":  # the DVC stage's cmd: progress on stderr (lines when it is a log)
+    stage_main(lambda p: run(p, progress=True))

@@ -388,5 +388,5 @@ def run(p: PipelineParams, *, progress: bool = False) -> dict[str, Any]:
     return ev
 
 
-if __name__ == "__main__":  # the DVC stage's cmd
-    stage_main(run)
+if __name__ == "__main__":  # the DVC stage's cmd: progress on stderr (lines when it is a log)
+    stage_main(lambda p: run(p, progress=True))
