@@ -136,7 +136,8 @@ def label(p: PipelineParams, run_id: str, src: dict[str, Any], digest: str) -> N
     r = src.get("round")
     client = mlflow.MlflowClient()
     tags = {"amc.stage": "train", "amc.model_name": model_name(p), "dataset_dvc": digest,
-            "mlflow.runName": run_name("train", r, f"dataset {digest[:8]}"),
+            "mlflow.runName": run_name("train", r, f"dataset {digest[:8]} · lr {p.train.lr:g} · "
+                                              f"{p.train.epochs} ep"),
             **context_tags(r), **dvc_input_hashes([str(p.dataset.out_dir)])}
     for key, val in tags.items():
         client.set_tag(run_id, key, val)
