@@ -148,6 +148,10 @@ def test_exp_run_metrics_and_plots(project: Project) -> None:
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "failed" not in proc.stdout + proc.stderr, proc.stderr
     assert max(len(line) for line in proc.stdout.splitlines()) <= 120, proc.stdout
+    doc = (ROOT / "docs/pipeline.md").read_text()  # the table docs/pipeline.md shows
+    documented = next(ln for ln in doc.splitlines() if ln.strip().startswith("Path  ")).split()
+    shown = proc.stdout.splitlines()[0].split()
+    assert set(documented) <= set(shown) <= set(documented) | {"delta", "p"}, shown
     assert files["metrics/promotion.json"]["data"]["promoted"] == 0  # v1 is champion already
     assert files["metrics/eval.json"]["data"]["complete"] == 1
     html = project.root / "plots-html"
