@@ -287,8 +287,10 @@ async def run_one_method(
             failed[task_id] = rec
         bar.update()
 
-    await asyncio.gather(*(one(t) for t in todo))
-    bar.close()
+    try:
+        await asyncio.gather(*(one(t) for t in todo))
+    finally:
+        bar.close()
     return [done[t] for t in tasks if t in done], [failed[t] for t in tasks if t in failed]
 
 

@@ -36,3 +36,22 @@ def test_a_log_gets_lines_and_a_disabled_bar_prints_nothing() -> None:
     quiet.update()
     quiet.close()
     assert out.getvalue() == ""
+
+
+def test_heartbeat_lines_while_nothing_finishes_and_none_after_close() -> None:
+    import threading
+
+    class Out(io.StringIO):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen = threading.Event()
+
+        def write(self, s: str) -> int:
+            self.seen.set()
+            return super().write(s)
+
+    out = Out()
+    bar = LineProgress(4, desc="smc@4 s1", every_s=0.01, file=out, heartbeat=True)
+    assert out.seen.wait(10)  # a line although no task finished
+    bar.close()
+    assert out.getvalue().startswith("smc@4 s1: 0/4 tasks, ") and "ETA unknown" in out.getvalue()
