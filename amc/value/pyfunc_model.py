@@ -17,17 +17,10 @@ the logged ``model_config["reward_range"]``, else the model's environment defaul
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import mlflow
 from mlflow.pyfunc import PythonModel
-
-# The model is logged with an explicit signature (amc.value.registry), so MLflow's advice to
-# infer one from type hints (printed each time this file is executed: at logging and at every
-# load) is noise; type hints would also switch on MLflow's own input conversion.
-warnings.filterwarnings("ignore", message=r".*Add type hints to the `predict` method",
-                        category=UserWarning)
 
 
 def _rows(model_input: Any) -> tuple[str, list[Any]]:
