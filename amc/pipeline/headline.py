@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-ROLES = {"react": "react", "bon": "bon", "smc": "smc", "amc": "challenger"}
+ROLES = {"react": "react", "bon": "bon", "smc": "smc", "amc": "amc"}
 """Headline column -> the evaluation role whose largest-N row it reads."""
 DETAIL = "metrics.json"
 """Name of the flat detail file in a stage's output folder (not a DVC metric)."""

@@ -9,8 +9,8 @@ from amc.pipeline.headline import eval_headline, promotion_headline, train_headl
 
 def _ev() -> dict:
     rows = {"react": ("react", 1, 0.61111), "bon@2": ("bon", 2, 0.5), "bon@4": ("bon", 4, 0.81481),
-            "smc@4": ("smc", 4, 0.7), "smc@2+challenger": ("challenger", 2, 0.1),
-            "smc@4+challenger": ("challenger", 4, 0.9), "smc@4+champion": ("champion", 4, 0.2)}
+            "smc@4": ("smc", 4, 0.7), "smc@2+challenger": ("amc", 2, 0.1),
+            "smc@4+challenger": ("amc", 4, 0.9), "smc@4+champion": ("champion", 4, 0.2)}
     return {"status": "complete", "methods": {
         s: {"role": r, "n": n, "deployable_reward": v, "oracle_best": v + 0.05}
         for s, (r, n, v) in rows.items()}}
