@@ -28,10 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from amc.config import MethodConfig, RunConfig, ValueConfig, config_hash
 from amc.priors.ledger import BUDGET_STOP
+from amc.progress import progress_bar
 from amc.protocols import EnvSuite, Prior, ValueFunction
 from amc.registry import ENVIRONMENTS, PRIORS, VALUES
 from amc.results import (
@@ -47,6 +46,7 @@ from amc.results import (
 )
 from amc.smc.methods import parse_method
 from amc.smc.records import TaskResult
+from amc.smc.reselect import reselect
 from amc.smc.sampler import run_task
 from amc.stats import task_mean_se
 
@@ -176,7 +176,32 @@ def task_failure(res: TaskResult) -> str | None:
     return f"{len(errs)} particle(s) failed for good; first: {errs[0]}"
 
 
-def load_done(path: Path, run_hash: str) -> dict[str, TaskResult]:
+async def refresh_selection(path: Path, run_hash: str, sample: str,
+                            selection: ValueFunction | None, success_threshold: float) -> int:
+    """Re-select a results file sampled under this configuration but selected by another value.
+
+    Its records carry ``sample_hash`` (the configuration without the selection value, see
+    :func:`sample_hash`): when that matches and ``config_hash`` does not, only the selection
+    changed, so every record is re-scored (:func:`amc.smc.reselect.reselect`) and the file
+    rewritten under ``run_hash`` instead of sampled again. Returns the records re-selected.
+    """
+    if not path.is_file():
+        return 0
+    repair_tail(path)
+    recs = [rec for _, rec in iter_jsonl(path)]
+    if not recs or recs[0].get("config_hash") == run_hash \
+            or any(r.get("sample_hash") != sample for r in recs):
+        return 0
+    new = [{**(await reselect(TaskResult.from_dict(r), selection, config_hash=run_hash,
+                              success_threshold=success_threshold)).to_dict(),
+            "sample_hash": sample} for r in recs]
+    write_jsonl_atomic(path, new)
+    print(f"{path.name}: {len(new)} task(s) re-selected, their rollouts reused "
+          "(only the selection value changed)", file=sys.stderr, flush=True)
+    return len(new)
+
+
+def load_done(path: Path, run_hash: str, sample: str | None = None) -> dict[str, TaskResult]:
     """Finished tasks of a results file (resume); a bad line is an error naming file:line.
 
     Records of failed tasks (written by older versions) are dropped from the file, so the
@@ -198,8 +223,13 @@ def load_done(path: Path, run_hash: str) -> dict[str, TaskResult]:
             done.setdefault(res.task_id, res)
         stale |= task_failure(res) is not None
     if stale:
-        write_jsonl_atomic(path, [r.to_dict() for r in done.values()])
+        write_jsonl_atomic(path, [_record(r, sample) for r in done.values()])
     return done
+
+
+def _record(res: TaskResult, sample: str | None) -> dict[str, Any]:
+    """A results line: the result and, when known, its sampling hash."""
+    return res.to_dict() if sample is None else {**res.to_dict(), "sample_hash": sample}
 
 
 async def run_one_method(
@@ -213,18 +243,27 @@ async def run_one_method(
     max_concurrent_tasks: int,
     particle_semaphore: asyncio.Semaphore,
     progress: bool = True,
+    sample: str | None = None,
+    label: str = "",
 ) -> tuple[list[TaskResult], list[dict[str, Any]]]:
-    """Run one (method, seed) over ``tasks``, resuming; returns (results, failure records)."""
+    """Run one (method, seed) over ``tasks``, resuming; returns (results, failure records).
+
+    ``sample``: the sampling hash (:func:`sample_hash`); results sampled alike but selected
+    by another value are re-selected, not run again (:func:`refresh_selection`).
+    """
     out_path = results_path(out_dir, method.name, seed)
     fail_path = failures_path(out_dir, method.name, seed)
-    done = load_done(out_path, run_hash)
+    if sample is not None:
+        await refresh_selection(out_path, run_hash, sample, comps.selection,
+                                method.smc.success_threshold)
+    done = load_done(out_path, run_hash, sample)
     fail_path.unlink(missing_ok=True)  # this run retries those tasks and records its own
     todo = [t for t in tasks if t not in done]
     value = comps.values[method.value.model_dump_json()]
     task_sem = asyncio.Semaphore(max_concurrent_tasks)
     failed: dict[str, dict[str, Any]] = {}
-    bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc=f"{method.name} s{seed}",
-               unit="task", file=sys.stderr, disable=not progress, leave=False)
+    bar = progress_bar(len(tasks), len(tasks) - len(todo), f"{label}{method.name} s{seed}",
+                       enabled=progress)
 
     async def one(task_id: str) -> None:
         res: TaskResult | None = None
@@ -238,7 +277,7 @@ async def run_one_method(
             except Exception as err:  # the task failed; the others go on
                 error = " ".join(f"{type(err).__name__}: {err}".split())
         if res is not None and error is None:
-            append_jsonl(out_path, res.to_dict())
+            append_jsonl(out_path, _record(res, sample))
             done[task_id] = res
         else:
             rec = {"task_id": task_id, "method": method.name, "seed": seed,
@@ -248,8 +287,10 @@ async def run_one_method(
             failed[task_id] = rec
         bar.update()
 
-    await asyncio.gather(*(one(t) for t in todo))
-    bar.close()
+    try:
+        await asyncio.gather(*(one(t) for t in todo))
+    finally:
+        bar.close()
     return [done[t] for t in tasks if t in done], [failed[t] for t in tasks if t in failed]
 
 
@@ -272,10 +313,11 @@ async def run_methods(cfg: RunConfig, *, progress: bool = True,
             if not tasks:
                 raise ValueError(f"no tasks in split {cfg.split!r} of {cfg.env.name}")
             sem = asyncio.Semaphore(cfg.max_concurrent_particles)
-            for m, seed in units:
+            for i, (m, seed) in enumerate(units, 1):
                 res, failed = await run_one_method(
                     comps, m, tasks, seed, out_dir, progress=progress,
                     run_hash=config_hash(_method_run_config(cfg, m)),
+                    sample=sample_hash(cfg, m), label=f"[{i}/{len(units)}] ",
                     max_concurrent_tasks=cfg.max_concurrent_tasks, particle_semaphore=sem)
                 outcome.results[f"{m.name}#{seed}"] = res
                 if failed:
@@ -296,6 +338,13 @@ def _method_run_config(cfg: RunConfig, m: MethodConfig) -> dict[str, Any]:
     if sel is not None:  # only then, so results written without one keep their hash
         out["selection"] = sel.model_dump(mode="json")
     return out
+
+
+def sample_hash(cfg: RunConfig, m: MethodConfig) -> str:
+    """Hash of what determines a (method) results file's *rollouts*: env, prior, method; not
+    the selection value, which only scores the finished pool (:mod:`amc.smc.reselect`)."""
+    cfg_no_sel = cfg.model_copy(update={"selection_value": None})
+    return config_hash(_method_run_config(cfg_no_sel, m))
 
 
 def summarise(results: Mapping[str, Sequence[TaskResult]],

@@ -20,6 +20,22 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
+NOTE = "mlflow.note.content"
+"""The tag MLflow's UI shows as an experiment's description."""
+EXPERIMENT_NOTES = {
+    "amc-collect": "Stage collect: G prior rollouts per train task (Best-of-G), resumable. One "
+                   "run per collection; the manifest as artifact.",
+    "amc-dataset": "Stage dataset: value-regression rows (one per visited state, target = "
+                   "realised future reward), split by task. Tag dataset_hash = content hash.",
+    "amc-value": "Stage train: the MiniLM value model V_theta; each run logs its model "
+                 "(metrics linked to it) and registers it as amc-value-<env>@challenger.",
+    "amc-evaluate": "Stage evaluate: ReAct, Best-of-N, SMC and AMC (challenger, champion) "
+                    "on the same test tasks, N and seeds.",
+    "amc-promote": "Stage promote: the gate, challenger vs champion on the frozen evaluation "
+                   "set; moves the alias champion when it passes.",
+    "amc-report": "Stage report: plots and per-method summaries of the evaluation.",
+}
+"""Experiment descriptions (set when an experiment is created, or on a store without one)."""
 
 
 def tracking_uri(uri: str | None = None) -> str:
@@ -51,22 +67,44 @@ def setup_tracking(uri: str | None = None, experiment: str = "amc") -> str:
     mlflow.set_tracking_uri(uri)
     client = mlflow.MlflowClient()
     exp = client.get_experiment_by_name(experiment)
+    note = EXPERIMENT_NOTES.get(experiment)
     if exp is None:
-        exp_id = client.create_experiment(experiment, artifact_location=_artifact_root(uri))
+        exp_id = client.create_experiment(experiment, artifact_location=_artifact_root(uri),
+                                          tags={NOTE: note} if note else None)
     else:
         exp_id = exp.experiment_id
+        if note and NOTE not in exp.tags:  # stores made before descriptions existed
+            client.set_experiment_tag(exp_id, NOTE, note)
     mlflow.set_experiment(experiment_id=exp_id)
     return exp_id
 
 
+PIPELINE_WRITTEN = ("dvc.lock", "metrics/", "plots/", "frozen/", "grpo/dvc.lock",
+                    "grpo/metrics.json", "sweeps/dvc.lock", "sweeps/out/")
+"""Tracked paths the pipeline itself rewrites (``dvc repro`` writes ``dvc.lock`` after every
+stage, the stages their metrics, plots and the frozen evaluation set; the side projects
+likewise): changes there do not
+make the code a run ran differ from its commit, so they do not set ``git_dirty``."""
+
+
+def dirty_paths(porcelain: str) -> list[str]:
+    """Paths of ``git status --porcelain`` output that make a tree dirty (the pipeline's own
+    outputs, :data:`PIPELINE_WRITTEN`, left out)."""
+    paths = [line[3:].split(" -> ")[-1].strip().strip('"') for line in porcelain.splitlines()]
+    return [p for p in paths if p and not p.startswith(PIPELINE_WRITTEN)]
+
+
 def git_commit(cwd: str | Path | None = None) -> tuple[str | None, bool]:
-    """(HEAD commit, dirty flag) of the repository at ``cwd``; (None, False) outside git."""
+    """(HEAD commit, dirty flag) of the repository at ``cwd``; (None, False) outside git.
+
+    Dirty = a tracked file differs from HEAD, outputs the pipeline rewrites excepted
+    (:func:`dirty_paths`)."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
                               text=True, timeout=10, check=True).stdout.strip()
         status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
                                 cwd=cwd, capture_output=True, text=True, timeout=10).stdout
-        return head, bool(status.strip())
+        return head, bool(dirty_paths(status))
     except (OSError, subprocess.SubprocessError):
         return None, False
 

@@ -21,6 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from amc.pipeline import collect as stage
 from amc.pipeline import rounds
 from flows._common import default_runner, params, record, task_runner
+from flows._log import say
 
 
 @task(name="collect-shard", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)
@@ -45,7 +46,7 @@ def merge(params_path: str, overrides: list[str], started: float | None = None) 
     return str(res.out_dir / stage.MANIFEST)
 
 
-@flow(name="amc-collect", log_prints=True, task_runner=default_runner())
+@flow(name="amc-collect", log_prints=False, task_runner=default_runner())
 def collect_flow(params_path: str = "params.yaml", overrides: list[str] | None = None,
                  shards: int | None = None) -> str:
     """Collect trajectories; returns the path of ``manifest.json``."""
@@ -54,13 +55,13 @@ def collect_flow(params_path: str = "params.yaml", overrides: list[str] | None =
     n = shards or params(params_path, ov).flows.collect_shards
     r = open_round(params_path, ov)
     if r is not None:
-        print(f"round {r}")
+        say(f"round {r}")
     futures = collect_shard.map(unmapped(params_path), unmapped(ov), list(range(n)),
                                 unmapped(n))
     futures.result()  # raises if any shard failed after its retries
     manifest = merge(params_path, ov, started)
     record("collect", params_path, ov)
-    print(f"collect done: {manifest}")
+    say(f"collect done: {manifest}")
     return manifest
 
 

@@ -8,7 +8,8 @@ Start a Prefect server on the loopback interface, point the client at it and ser
 
 Both deployments then appear, scheduled, in the UI (http://127.0.0.1:4200/deployments), where
 a run can also be started by hand (``prefect deployment run 'amc-evaluate/evaluate'``). The
-cron expressions come from ``flows.retrain_cron`` / ``flows.evaluate_cron`` in params.yaml.
+cron expressions come from ``flows.retrain_cron`` / ``flows.evaluate_cron`` in params.yaml, read
+in ``flows.timezone`` (UTC by default). SIGTERM or Ctrl-C stops serving cleanly (exit 0).
 
 Both write ``data/eval``, so neither may overlap: each deployment runs one flow run at a time
 (a run due while one is running waits: ``ENQUEUE``), and the evaluation of either holds the
@@ -18,6 +19,7 @@ one slot of the global concurrency limit ``amc-data-eval``, which :func:`main` c
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from flows._common import DATA_EVAL_LIMIT, params
@@ -37,16 +39,20 @@ def one_at_a_time() -> Any:
 
 def deployments(params_path: str = "params.yaml") -> list[Any]:
     """The two scheduled deployments (not yet registered), one run at a time each."""
+    from prefect.schedules import Cron
+
     p = params(params_path)
     path = os.path.abspath(params_path)  # the served flows may run from another directory
     return [
         retrain_and_promote.to_deployment(
-            name=RETRAIN, cron=p.flows.retrain_cron, tags=["amc", "retrain"],
+            name=RETRAIN, schedules=[Cron(p.flows.retrain_cron, timezone=p.flows.timezone)],
+            tags=["amc", "retrain"],
             concurrency_limit=one_at_a_time(),
             parameters={"params_path": path},
             description="collect -> dataset -> train -> evaluate -> promote -> report"),
         evaluate_flow.to_deployment(
-            name=EVALUATE, cron=p.flows.evaluate_cron, tags=["amc", "evaluate"],
+            name=EVALUATE, schedules=[Cron(p.flows.evaluate_cron, timezone=p.flows.timezone)],
+            tags=["amc", "evaluate"],
             concurrency_limit=one_at_a_time(),
             parameters={"params_path": path, "monitor_drift": True},
             description="challenger vs champion and the baselines on the test split, then "
@@ -74,7 +80,24 @@ def main() -> None:
     from prefect import serve
 
     asyncio.run(ensure_data_eval_limit())
-    serve(*deployments(os.environ.get("AMC_PARAMS", "params.yaml")))
+    stop_on_signals()
+    try:
+        serve(*deployments(os.environ.get("AMC_PARAMS", "params.yaml")))
+    except KeyboardInterrupt:
+        print("flows.deploy: stopped", file=sys.stderr)
+
+
+def stop_on_signals() -> None:
+    """SIGTERM (and SIGINT) end ``serve`` as Ctrl-C does: the runner's loop is interrupted,
+    its deployments stop polling and the process exits 0 (before, both were ignored at
+    shutdown and the process had to be killed)."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, interrupt)
 
 
 if __name__ == "__main__":

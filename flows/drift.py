@@ -23,6 +23,7 @@ from prefect.cache_policies import NO_CACHE
 
 from amc.monitor import drift as lib
 from flows._common import params
+from flows._log import say
 
 
 @task(name="drift-check", retries=1, retry_delay_seconds=5, cache_policy=NO_CACHE)
@@ -50,7 +51,7 @@ def tag_trigger(params_path: str, overrides: list[str], rec: dict[str, Any]) -> 
                                                 str(rec.get("triggered_run")))
 
 
-@flow(name="amc-drift-monitor", log_prints=True)
+@flow(name="amc-drift-monitor", log_prints=False)
 def drift_flow(params_path: str = "params.yaml", overrides: list[str] | None = None,
                trigger_retraining: bool = True) -> dict[str, Any]:
     """Check for drift; on drift start the retraining deployment; returns the check."""
@@ -72,7 +73,7 @@ def drift_flow(params_path: str = "params.yaml", overrides: list[str] | None = N
         md += f"\nTrigger failed: {rec['trigger_error']}\n"
     create_markdown_artifact(key="amc-drift", markdown=md,
                              description="drift" if rec["drift"] else "no drift")
-    print(f"drift check {rec['check']}: {rec['drift']} {rec['reasons']}")
+    say(f"drift check {rec['check']}: {rec['drift']} {rec['reasons']}")
     return rec
 
 

@@ -35,7 +35,9 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from amc.results import write_json_atomic
+from flows._artifacts import image_markdown
 from flows._common import params
+from flows._log import say
 from flows.drift import drift_flow
 from flows.retrain_and_promote import retrain_and_promote
 
@@ -105,7 +107,7 @@ def plot(rows: list[dict[str, Any]], out: Path) -> Path:
     return out / "drift_demo.png"
 
 
-@flow(name="amc-drift-demo", log_prints=True)
+@flow(name="amc-drift-demo", log_prints=False)
 def drift_demo(params_path: str = "params.yaml", q_before: float = 0.8, q_after: float = 0.4
                ) -> dict[str, Any]:
     """Round 0 on prior A, the prior changes, drift, round 1 recovers; returns the story."""
@@ -126,7 +128,7 @@ def drift_demo(params_path: str = "params.yaml", q_before: float = 0.8, q_after:
     create_table_artifact(key="amc-drift-demo", table=rows,
                           description="champion per drift check")
     create_markdown_artifact(key="amc-drift-demo-story", markdown="\n".join(
-        ["# Drift demo", "", f"Plot: `{png}`", ""]
+        ["# Drift demo", "", image_markdown(png, "champion's calibration per drift check"), ""]
         + [f"- round {d['round']}: {'PROMOTED' if d['promoted'] else 'kept'}: {d['reason']}"
            for d in decisions]
         + [f"- check {r['check']} ({r['label']}, v{r['version']}): drift={r['drift']}"
@@ -140,10 +142,10 @@ def main(argv: list[str]) -> None:
         path = Path(argv[1])
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump(demo_params(), sort_keys=False))
-        print(f"wrote {path}")
+        say(f"wrote {path}")
     elif not argv:
         out = drift_demo()
-        print(yaml.safe_dump(out["checks"], sort_keys=False))
+        say(yaml.safe_dump(out["checks"], sort_keys=False))
     else:
         raise SystemExit("usage: python -m flows.drift_demo [init PARAMS_PATH]")
 

@@ -30,6 +30,7 @@ from flows._common import (
     record,
     task_runner,
 )
+from flows._log import say
 
 
 @task(name="evaluate-plan", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)
@@ -63,7 +64,7 @@ def finalize(params_path: str, overrides: list[str], error: str | None = None,
     return ev
 
 
-@flow(name="amc-evaluate", log_prints=True, task_runner=default_runner())
+@flow(name="amc-evaluate", log_prints=False, task_runner=default_runner())
 def evaluate_flow(params_path: str = "params.yaml", overrides: list[str] | None = None,
                   monitor_drift: bool = False) -> str:
     """Evaluate every method; returns the path of the record (raises unless complete).
@@ -83,7 +84,7 @@ def evaluate_flow(params_path: str = "params.yaml", overrides: list[str] | None 
     record("evaluate", params_path, ov)
     p = params(params_path, ov)
     path = str(lib.record_path(p))
-    print(json.dumps({s: round(m["success"], 3) for s, m in ev["methods"].items()}))
+    say(json.dumps({s: round(m["success"], 3) for s, m in ev["methods"].items()}))
     if monitor_drift and p.drift.enabled:
         from flows.drift import drift_flow
 

@@ -1,6 +1,6 @@
 """Flow ``amc-grpo``: the optional GRPO stage (:mod:`amc.pipeline.grpo`) as Prefect tasks.
 
-The same four steps as ``dvc repro grpo/dvc.yaml``: train (registers ``amc-policy-<env>``),
+The same four steps as ``dvc --cd grpo repro``: train (registers ``amc-policy-<env>``),
 evaluate the frozen prior, evaluate the GRPO policy, compare. The frozen evaluation does not
 need the policy, so it is submitted first and runs while GRPO trains (with a thread runner of
 two workers). Tasks pass paths, never trajectories. With ``grpo.enabled: false`` the flow writes
@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 
 from amc.pipeline import grpo
 from flows._common import default_runner
+from flows._log import say
 
 
 @task(name="grpo-train", cache_policy=NO_CACHE)
@@ -38,19 +39,19 @@ def compare_task(params_path: str, frozen: str, policy: str) -> dict[str, Any]:
     return grpo.compare(grpo.load_stage_params(params_path))
 
 
-@flow(name="amc-grpo", log_prints=True, task_runner=default_runner())
+@flow(name="amc-grpo", log_prints=False, task_runner=default_runner())
 def grpo_flow(params_path: str = "params.yaml") -> dict[str, Any]:
     """Train GRPO, evaluate it and the frozen prior on the same tasks and seeds, compare."""
     sp = grpo.load_stage_params(params_path)
     if not sp.enabled:
-        print("grpo.enabled is false: nothing to train")
+        say("grpo.enabled is false: nothing to train")
         return grpo.run(sp)
     frozen = evaluate_task.submit(params_path, None)
     trained = train_task(params_path)
-    print(f"policy {trained.get('model')} v{trained.get('version')}: {trained['adapter']}")
+    say(f"policy {trained.get('model')} v{trained.get('version')}: {trained['adapter']}")
     policy = evaluate_task(params_path, str(Path(trained["adapter"]).resolve()))
     res = compare_task(params_path, frozen.result(), policy)
-    print((sp.out_dir / "comparison.md").read_text())
+    say((sp.out_dir / "comparison.md").read_text())
     return res
 
 

@@ -22,6 +22,7 @@ from prefect.cache_policies import NO_CACHE
 from amc.pipeline import promote as promote_stage
 from amc.pipeline import report as report_stage
 from flows._common import params, record
+from flows._log import say
 from flows.collect import collect_flow
 from flows.evaluate import evaluate_flow
 from flows.train import train_flow
@@ -47,7 +48,7 @@ def report(params_path: str, overrides: list[str]) -> str:
     return str(p.report.summary_file)
 
 
-@flow(name="amc-retrain-and-promote", log_prints=True)
+@flow(name="amc-retrain-and-promote", log_prints=False)
 def retrain_and_promote(params_path: str = "params.yaml", overrides: list[str] | None = None
                         ) -> dict[str, Any]:
     """Collect, retrain, evaluate, promote, report; returns the promotion decision."""
@@ -60,7 +61,7 @@ def retrain_and_promote(params_path: str = "params.yaml", overrides: list[str] |
     record("promote", params_path, ov)
     summary = report(params_path, ov)
     record("report", params_path, ov)
-    print(f"{'PROMOTED' if d['promote'] else 'kept'}: {d['reason']}; summary: {summary}")
+    say(f"{'PROMOTED' if d['promote'] else 'kept'}: {d['reason']}; summary: {summary}")
     return d
 
 

@@ -15,6 +15,7 @@ from prefect.cache_policies import NO_CACHE
 
 from amc.pipeline import dataset, train
 from flows._common import params, record
+from flows._log import say
 
 
 @task(name="dataset", retries=1, retry_delay_seconds=5, cache_policy=NO_CACHE)
@@ -29,16 +30,16 @@ def train_task(params_path: str, overrides: list[str]) -> dict[str, Any]:
     return train.run(params(params_path, overrides))
 
 
-@flow(name="amc-train", log_prints=True)
+@flow(name="amc-train", log_prints=False)
 def train_flow(params_path: str = "params.yaml", overrides: list[str] | None = None
                ) -> dict[str, Any]:
     """Dataset then training (registers the challenger); returns the train stage's result."""
     ov = list(overrides or [])
-    print(f"dataset {dataset_task(params_path, ov)}")
+    say(f"dataset {dataset_task(params_path, ov)}")
     record("dataset", params_path, ov)
     res = train_task(params_path, ov)
     record("train", params_path, ov)
-    print(f"registered {res['model']} v{res['version']} as challenger")
+    say(f"registered {res['model']} v{res['version']} as challenger")
     return res
 
 

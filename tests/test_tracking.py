@@ -29,3 +29,37 @@ def test_uri_precedence_and_params(monkeypatch) -> None:
     assert tracking_uri() == "sqlite:///x.db" and tracking_uri("sqlite:///y.db") == "sqlite:///y.db"
     assert flatten_params({"a": {"b": 1, "c": {"d": [1, 2]}}, "e": None}) == {
         "a.b": "1", "a.c.d": "[1, 2]", "e": "None"}
+
+
+def test_git_dirty_ignores_what_the_pipeline_rewrites(tmp_path: Path) -> None:
+    import subprocess
+
+    from amc.tracking import dirty_paths, git_commit
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    for f in ("dvc.lock", "metrics/eval.json", "plots/ess.json", "amc/x.py", "params.yaml"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("v1\n")
+    git("init", "-q")
+    git("-c", "user.email=t@amc.invalid", "-c", "user.name=t", "add", "-A")
+    git("-c", "user.email=t@amc.invalid", "-c", "user.name=t", "commit", "-qm", "c")
+    for f in ("dvc.lock", "metrics/eval.json", "plots/ess.json"):  # what `dvc repro` rewrites
+        (tmp_path / f).write_text("v2\n")
+    assert git_commit(tmp_path)[1] is False
+    (tmp_path / "amc/x.py").write_text("v2\n")  # code: the run is not the commit's
+    assert git_commit(tmp_path)[1] is True
+    assert dirty_paths(" M amc/x.py\n M dvc.lock\nR  a.py -> b.py\n M grpo/metrics.json\n") == \
+        ["amc/x.py", "b.py"]
+
+
+def test_experiments_get_a_description(tmp_path: Path) -> None:
+    import mlflow
+
+    from amc.tracking import EXPERIMENT_NOTES, NOTE
+
+    uri = sqlite_uri(tmp_path / "m.db")
+    exp_id = setup_tracking(uri, "amc-evaluate")
+    exp = mlflow.MlflowClient(uri).get_experiment(exp_id)
+    assert exp.tags[NOTE] == EXPERIMENT_NOTES["amc-evaluate"]

@@ -16,7 +16,7 @@ from typing import Any
 from amc.config import RunConfig, config_hash
 from amc.pipeline.params import PipelineParams
 from amc.results import read_jsonl, results_path
-from amc.runner import _method_run_config, resolve_methods
+from amc.runner import _method_run_config, resolve_methods, sample_hash
 from amc.smc.records import TaskResult
 from amc.smc.scoring import upgrade_metric_keys
 
@@ -88,15 +88,17 @@ def load_results(p: PipelineParams, pl: dict[str, Any]) -> dict[str, list[TaskRe
 def drop_stale(cfg: RunConfig) -> list[Path]:
     """Delete results files of ``cfg`` written under another configuration (DVC persists them).
 
-    Returns the deleted paths. Files of the current configuration are kept (resume).
+    Returns the deleted paths. Files of the current configuration are kept (resume), and so
+    are files sampled alike under another selection value: the runner re-selects them.
     """
     dropped = []
     for m in resolve_methods(cfg):
-        want = config_hash(_method_run_config(cfg, m))
+        want, sample = config_hash(_method_run_config(cfg, m)), sample_hash(cfg, m)
         for seed in cfg.seeds:
             path = results_path(cfg.out_dir, m.name, seed)
             first = next(read_jsonl(path), None)
-            if first is not None and first.get("config_hash") != want:
+            if first is not None and first.get("config_hash") != want \
+                    and first.get("sample_hash") != sample:
                 path.unlink()
                 dropped.append(path)
     return dropped

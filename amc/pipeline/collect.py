@@ -108,7 +108,8 @@ def collect(p: PipelineParams, *, shard: tuple[int, int] | None = None,
         k, n_shards = shard
         if not 0 <= k < n_shards:
             raise ValueError(f"shard {k} of {n_shards}: need 0 <= k < K")
-        ids = all_tasks(p)[k::n_shards]
+        have = collected(p)  # a shard never collects again what the canonical files hold
+        ids = [t for t in all_tasks(p)[k::n_shards] if t not in have]
         cfg = run_config(p, shard_dir(p, k, n_shards), ids)
         if not ids:
             return CollectResult(cfg.out_dir, [], 0, 0, True)
@@ -120,6 +121,19 @@ def collect(p: PipelineParams, *, shard: tuple[int, int] | None = None,
         n = sum(1 for f in files for _ in read_jsonl(f))
         return CollectResult(cfg.out_dir, files, len(cfg.task_ids or ()), n, True)
     return write_manifest(p)
+
+
+def collected(p: PipelineParams) -> set[str]:
+    """Tasks the canonical results files already hold for every (method, seed) of ``p``."""
+    cfg = run_config(p)
+    sets = []
+    for m in resolve_methods(cfg):
+        want = config_hash(_method_run_config(cfg, m))
+        for seed in cfg.seeds:
+            path = results_path(cfg.out_dir, m.name, seed)
+            sets.append({str(r["task_id"]) for r in read_jsonl(path)
+                         if r.get("config_hash") == want})
+    return set.intersection(*sets) if sets else set()
 
 
 def merge_shards(p: PipelineParams) -> CollectResult:
@@ -134,11 +148,12 @@ def merge_shards(p: PipelineParams) -> CollectResult:
         for seed in cfg.seeds:
             dest = results_path(cfg.out_dir, m.name, seed)
             recs = {str(r["task_id"]): r for r in read_jsonl(dest)}
+            n_before = len(recs)
             for part in sorted(root.glob(f"*/{dest.name}")):
                 for r in read_jsonl(part):
                     if r.get("config_hash") == want:
                         recs.setdefault(str(r["task_id"]), r)
-            if recs:
+            if len(recs) > n_before:  # nothing new: the file (and its DVC hash) stays as is
                 write_jsonl_atomic(dest, list(recs.values()))
     shutil.rmtree(root, ignore_errors=True)
     return write_manifest(p)
@@ -220,5 +235,5 @@ def finish(p: PipelineParams, started: float | None = None) -> CollectResult:
     return res
 
 
-if __name__ == "__main__":  # the DVC stage's cmd
-    stage_main(run)
+if __name__ == "__main__":  # the DVC stage's cmd: progress on stderr (lines when it is a log)
+    stage_main(lambda p: run(p, progress=True))

@@ -11,12 +11,13 @@ method spec and seed: one results file) then runs against that plan, in this pro
 Prefect task elsewhere. :func:`finalize` checks that every (method, seed, task) is present
 exactly once with finite metrics and writes the full record ``<out_dir>/evaluation.json``
 (status ``complete``, ``incomplete`` or ``failed``, models, settings, per-method summaries) and
-the small DVC metrics file ``evaluate.metrics_file`` (numbers only: ``complete``, ``tasks``,
-``wall_s`` and per spec ``success``, ``oracle_best``, ``deployable_reward`` (when measured) and
-``max_weight_reward``, so ``dvc metrics show`` and ``dvc exp show`` stay readable). Summaries
-are over tasks (seeds averaged first); the record also holds every SMC-type method's paired
-difference to Best-of-N at the same N with a 95% t interval over tasks
-(:func:`amc.reports.paired.paired_to_bon`).
+the small DVC metrics file ``evaluate.metrics_file`` (a few headline numbers,
+:mod:`amc.pipeline.headline`, so ``dvc metrics show`` fits a terminal) beside
+``<out_dir>/metrics.json`` (not a DVC metric: ``complete``, ``tasks``, ``wall_s`` and per spec
+``success``, ``oracle_best``, ``deployable_reward`` (when measured) and
+``max_weight_reward``). Summaries are over tasks (seeds averaged first); the record also holds
+every SMC-type method's paired difference to Best-of-N at the same N with a 95% t interval
+over tasks (:func:`amc.reports.paired.paired_to_bon`).
 A failed run still writes its record (status ``failed``) so that a later promotion refuses it.
 
 With ``evaluate.selection_value`` (e.g. ``challenger``) every method's pool is also scored by
@@ -49,6 +50,7 @@ from amc.pipeline.artifacts import (
     record_path,
     resolve_alias,
 )
+from amc.pipeline.headline import DETAIL, eval_headline
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, model_name, stage_main
 from amc.registry import ENVIRONMENTS
@@ -241,7 +243,9 @@ def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
            "wall_s": wall, "sessions": sessions, "config": resolved_config(p),
            "methods": methods, "paired": paired_to_bon(methods, results)}
     write_json_atomic(record_path(p), out)
-    write_json_atomic(p.evaluate.metrics_file, flat_metrics(out))
+    write_json_atomic(p.evaluate.out_dir / DETAIL, flat_metrics(out))  # every number, flat
+    write_json_atomic(p.evaluate.metrics_file,
+                      eval_headline(out, p.evaluate.selection_value is not None))
     return out
 
 
@@ -324,5 +328,5 @@ def run(p: PipelineParams, *, progress: bool = False) -> dict[str, Any]:
     return ev
 
 
-if __name__ == "__main__":  # the DVC stage's cmd
-    stage_main(run)
+if __name__ == "__main__":  # the DVC stage's cmd: progress on stderr (lines when it is a log)
+    stage_main(lambda p: run(p, progress=True))

@@ -16,7 +16,7 @@ puts the two side by side at the sizes of ``params.yaml``'s ``grpo`` section:
 
 The environment is the one trained on (``grpo.train.env``/``env_options``), evaluated on
 another split. With ``grpo.enabled: false`` the stage trains and evaluates nothing: it writes
-its outputs as a one-line note (so ``dvc repro grpo/dvc.yaml`` succeeds) and returns.
+its outputs as a one-line note (so ``dvc --cd grpo repro`` succeeds) and returns.
 The section is read here, not by :class:`amc.pipeline.params.PipelineParams`: no default stage
 depends on it.
 """
@@ -66,9 +66,9 @@ class GRPOStageParams(Frozen):
         default_factory=lambda: {"max_new_tokens": 6, "top_k": 0, "top_p": 1.0})
     """``hf`` prior options of both evaluations (``model`` comes from ``train``); default:
     temperature-only sampling capped like training's turns."""
-    out_dir: Path = Path("data/grpo")
+    out_dir: Path = Path("grpo/out")
     """Adapter, the two runs' results and ``comparison.md``."""
-    metrics_file: Path = Path("metrics/grpo.json")
+    metrics_file: Path = Path("grpo/metrics.json")
     """The comparison's rows and the training costs (DVC metrics)."""
 
 

@@ -94,9 +94,25 @@ def prefect_flow_run_id() -> str | None:
 
 
 def run_name(kind: str, round_: int | None = None, detail: str | None = None) -> str:
-    """A readable run name: ``train r3 · <detail>`` (``kind`` alone without round/detail)."""
+    """A readable run name: ``train r3 · <detail>`` (``kind`` alone without round/detail),
+    ending in ``· <experiment>`` under ``dvc exp run`` (what differs between two runs)."""
     name = kind if round_ is None else f"{kind} r{round_}"
-    return f"{name} · {detail}" if detail else name
+    name = f"{name} · {detail}" if detail else name
+    exp = os.environ.get("DVC_EXP_NAME")
+    return f"{name} · {exp}" if exp else name
+
+
+def source_tags(kind: str) -> dict[str, str]:
+    """Who ran what: MLflow's user and source tags, which a back-dated run (created through
+    the client, see :func:`stage_run`) would otherwise lack."""
+    import getpass
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        user = "unknown"
+    return {"mlflow.user": user, "mlflow.source.type": "LOCAL",
+            "mlflow.source.name": f"python -m amc.pipeline.{kind}"}
 
 
 @contextmanager
@@ -116,8 +132,8 @@ def stage_run(kind: str, *, params: Mapping[str, Any], inputs: Sequence[str | Pa
     from amc.tracking import flatten_params, run_tags
 
     # git_commit, git_dirty, dvc_lock_sha256 (amc.tracking) + per-input dvc.lock hashes
-    all_tags = {"amc.stage": kind, **run_tags(), **dvc_input_hashes(inputs),
-                **context_tags(round_)}
+    all_tags = {"amc.stage": kind, **source_tags(kind), **run_tags(),
+                **dvc_input_hashes(inputs), **context_tags(round_)}
     all_tags.update(tags or {})
     name = run_name(kind, round_, detail)
     if started is None:

@@ -273,6 +273,8 @@ class FlowParams(Frozen):
     """Schedule of the retrain_and_promote deployment (default: Mondays 03:00)."""
     evaluate_cron: str = "0 4 * * *"
     """Schedule of the evaluate deployment (default: daily 04:00)."""
+    timezone: str = "UTC"
+    """IANA time zone both crons are read in (e.g. Europe/Paris; default UTC)."""
 
 
 class PipelineParams(Frozen):

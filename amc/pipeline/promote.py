@@ -37,6 +37,7 @@ from amc.pipeline.gate_stats import (
     reuse_level,
     task_differences,
 )
+from amc.pipeline.headline import promotion_headline
 from amc.pipeline.lineage import annotate_version
 from amc.pipeline.params import PipelineParams, stage_main
 from amc.pipeline.rounds import active_round, finish_round
@@ -284,7 +285,7 @@ def promote(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
                          f"{d['reason']}")
     d["champion_after"] = current_aliases(p, name)["champion"] if name else None
     write_json_atomic(p.promote.out_file, d)
-    write_json_atomic(p.promote.metrics_file, flat_metrics(d))
+    write_json_atomic(p.promote.metrics_file, promotion_headline(d))  # the rest: out_file
     r = active_round(p)
     if track:
         _log_run(p, d, r)
@@ -309,18 +310,6 @@ def evidence_tags(d: dict[str, Any]) -> dict[str, str]:
     return tags
 
 
-def flat_metrics(d: dict[str, Any]) -> dict[str, float | int]:
-    """The DVC metrics of a decision: numbers only (absent values are left out)."""
-    out: dict[str, float | int] = {"promoted": int(bool(d["promote"])),
-                                   "n_pairs": int(d.get("n_pairs") or 0),
-                                   "n_tasks": int(d.get("n_tasks") or 0)}
-    for k in ("delta", "se", "p_value", "t_p_value", "lower_bound", "mde", "oracle_delta"):
-        if isinstance(d.get(k), (int, float)) and math.isfinite(d[k]):
-            out[k] = round(float(d[k]), 4)
-    for k in ("challenger_version", "champion_after"):
-        if d.get(k) is not None:
-            out[k] = int(d[k])
-    return out
 
 
 def run(p: PipelineParams) -> dict[str, Any]:

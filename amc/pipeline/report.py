@@ -46,6 +46,14 @@ LABELS = {"react": "ReAct", "bon": "Best-of-N", "smc": "SMC (zero-shot value)",
           "amc": "AMC (challenger)", "champion": "AMC (champion)"}
 
 
+def labels(ev: dict[str, Any]) -> dict[str, str]:
+    """Legend labels; SMC's says which zero-shot value it ran (``none``: the prior only)."""
+    zs = ((ev.get("config") or {}).get("evaluate") or {}).get("zero_shot_value") or {}
+    name = zs.get("name", "none")
+    smc = "SMC (prior only, no value)" if name == "none" else f"SMC (zero-shot value: {name})"
+    return {**LABELS, "smc": smc}
+
+
 def _figure() -> Any:
     import matplotlib
 
@@ -68,6 +76,7 @@ def success_vs_n(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     grid = sorted(ev["n_grid"])
     rows: list[dict[str, Any]] = [{"n": n} for n in grid]
+    names = labels(ev)
     for ax, metric, label in ((axes[0], "success", "success rate"),
                               (axes[1], "oracle_best", "best reward in the pool (oracle)")):
         for role in ROLES:
@@ -76,7 +85,7 @@ def success_vs_n(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
             if not pts:
                 continue
             if role == "react":  # N=1 agent: a reference line across the grid
-                ax.axhline(pts[0][1], ls="--", color="grey", label=LABELS[role])
+                ax.axhline(pts[0][1], ls="--", color="grey", label=names[role])
                 if metric == "success":
                     for r in rows:
                         r[role] = pts[0][1]
@@ -85,7 +94,7 @@ def success_vs_n(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
             # Dodge each role a little along the (log) N axis: equal results stay visible.
             dodge = 1.0 + 0.035 * (ROLES.index(role) - 2)
             ax.errorbar([n * dodge for n in ns], ys, yerr=es, marker="o", capsize=3,
-                        label=LABELS[role])
+                        label=names[role])
             if metric == "success":
                 for r in rows:
                     r[role] = dict(zip(ns, ys, strict=True)).get(r["n"])

@@ -4,8 +4,8 @@ The training itself is :func:`amc.value.train.train` (its own MLflow run in expe
 ``amc-value``: params, curves, the pyfunc model). This stage registers the logged model under
 :func:`~amc.pipeline.params.model_name` (``amc-value-<env>`` for ``params.yaml`` runs, a name of
 its own for overridden runs) with the alias ``challenger``, tags the run with its DVC input, and
-writes ``train.metrics_file``: the best epoch's validation metrics, small and flat, for
-``dvc metrics diff``.
+writes ``train.metrics_file``: the version and the best epoch's validation AUC and MAE, for
+``dvc metrics diff`` (every validation metric: ``<train.out_dir>/metrics.json``).
 
 Lineage: the training run is named ``train r<round> · dataset <hash>``, tagged with the round,
 DVC experiment and Prefect flow run, and logs the dataset directory as its MLflow input with the
@@ -24,6 +24,7 @@ from typing import Any
 
 from amc.pipeline import rounds
 from amc.pipeline.artifacts import source
+from amc.pipeline.headline import DETAIL, train_headline
 from amc.pipeline.lineage import (
     context_tags,
     dvc_hash,
@@ -117,7 +118,8 @@ def run(p: PipelineParams) -> dict[str, Any]:
     version = register(p, res.model_uri, src, digest)
     label(p, res.run_id, src, digest)
     metrics = {k: float(v) for k, v in res.best.items() if math.isfinite(float(v))}
-    write_json_atomic(p.train.metrics_file, {"version": int(version), **metrics})
+    write_json_atomic(p.train.out_dir / DETAIL, {"version": int(version), **metrics})
+    write_json_atomic(p.train.metrics_file, train_headline(version, metrics))
     out = {"model": model_name(p), "version": version, "run_id": res.run_id, **metrics}
     r = src.get("round")
     if r is not None and rounds.current_round(p) is not None:
@@ -134,7 +136,8 @@ def label(p: PipelineParams, run_id: str, src: dict[str, Any], digest: str) -> N
     r = src.get("round")
     client = mlflow.MlflowClient()
     tags = {"amc.stage": "train", "amc.model_name": model_name(p), "dataset_dvc": digest,
-            "mlflow.runName": run_name("train", r, f"dataset {digest[:8]}"),
+            "mlflow.runName": run_name("train", r, f"dataset {digest[:8]} · lr {p.train.lr:g} · "
+                                              f"{p.train.epochs} ep"),
             **context_tags(r), **dvc_input_hashes([str(p.dataset.out_dir)])}
     for key, val in tags.items():
         client.set_tag(run_id, key, val)

@@ -344,7 +344,6 @@ def finish_run(model: Any, tok: Any, cfg: TrainConfig, out: Path, render: Any,
     from amc.value.registry import log_value_model
 
     try:
-        mlflow.log_metrics(final)
         if ev.val_pred:
             png = reliability_plot(np.array(ev.val_pred), np.array(ev.val_cols["reward_so_far"]),
                                    np.array(ev.val_cols["success"]), out / "calibration.png",
@@ -354,6 +353,9 @@ def finish_run(model: Any, tok: Any, cfg: TrainConfig, out: Path, render: Any,
         examples = (ev.val_cols["text"] or [])[:2] or ["(example state)"]
         logged = log_value_model(model_dir, env=cfg.env, register=cfg.register_model,
                                  input_example=examples)
+        # the run's final metrics, linked to the logged model (MLflow 3: models:/<model id>)
+        model_id = logged.model_uri.removeprefix("models:/")
+        mlflow.log_metrics(final, model_id=model_id if "/" not in model_id else None)
         result.run_id = run.info.run_id
         result.model_uri = logged.model_uri
         if logged.version is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -53,6 +54,7 @@ def test_deploy_serves_scheduled_deployments(workdir: Path, prefect_server: str)
         assert crons == {"amc-retrain-and-promote/retrain-and-promote": ["0 3 * * 1"],
                          "amc-evaluate/evaluate": ["0 4 * * *"]}
         assert all(s.active for d in found.values() for s in d.schedules)
+        assert {s.schedule.timezone for d in found.values() for s in d.schedules} == {"UTC"}
         # both write data/eval: one run at a time per deployment, later runs wait (ENQUEUE)
         for d in found.values():
             assert d.global_concurrency_limit is not None
@@ -60,5 +62,7 @@ def test_deploy_serves_scheduled_deployments(workdir: Path, prefect_server: str)
             assert str(d.concurrency_options.collision_strategy.value) == "ENQUEUE"
         shared = asyncio.run(data_eval_limit(prefect_server))
         assert (shared.limit, shared.active) == (1, True)
+        proc.send_signal(signal.SIGTERM)  # a clean shutdown, not a kill
+        assert proc.wait(timeout=60) == 0, proc.stderr.read().decode()[-2000:]
     finally:
         stop(proc)

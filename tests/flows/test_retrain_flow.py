@@ -76,6 +76,27 @@ async def test_retrain_and_promote_flow(project: tuple[Project, str]) -> None:
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["amc-promotion"])))
     assert arts and "PROMOTED" in arts[0].data
 
+    # A retraining round with nothing new (issue 29): the collection finds every task on disk
+    # (no shard collects again), the dataset is rebuilt from the same rollouts, and neither
+    # DVC output gets a new version.
+    from flows._common import record
+    from flows.collect import collect_flow
+    from flows.train import dataset_task
+
+    def outs(stage: str) -> list[str]:
+        lock = yaml.safe_load(Path("dvc.lock").read_text())["stages"][stage]
+        return [o["md5"] for o in lock["outs"]]
+
+    versions = {s: outs(s) for s in ("collect", "dataset")}
+    traj = {f: f.read_bytes() for f in Path("data/trajectories").glob("*")}
+    await asyncio.to_thread(collect_flow, "params.yaml", None)
+    content = await asyncio.to_thread(dataset_task, "params.yaml", [])
+    await asyncio.to_thread(record, "dataset", "params.yaml", [])
+    assert {f: f.read_bytes() for f in Path("data/trajectories").glob("*")} == traj
+    assert {s: outs(s) for s in versions} == versions  # no new dataset version
+    assert content == json.loads(Path("data/dataset/source.json").read_text())["content_hash"]
+    assert "up to date" in pr.run("dvc", "status").lower()
+
     # An overridden run (issue 16, item 13): every stage gets the overrides, writes under its
     # own folder and registers its own model; params.yaml's outputs, lineage and model stay.
     ov = ["collect.rollouts=2", "evaluate.seeds=[0]"]

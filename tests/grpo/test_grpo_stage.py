@@ -1,9 +1,9 @@
 """The optional GRPO stage (grpo/dvc.yaml, amc.pipeline.grpo): off by default, fair when on.
 
 Fast tests check the disabled path and that both evaluations share every setting that makes
-the comparison fair; the slow one runs ``dvc repro grpo/dvc.yaml`` at toy size in a temp git
-repository (real DVC, real MLflow sqlite store) and checks that the root ``dvc repro`` never
-includes the stage.
+the comparison fair; the slow one runs ``dvc --cd grpo repro`` (grpo/ is its own DVC project) at toy
+size in a temp git repository (real DVC, real MLflow sqlite store) and checks that the root
+``dvc repro`` and ``dvc status`` never include the stage.
 """
 
 from __future__ import annotations
@@ -69,8 +69,9 @@ def test_bad_section_is_one_clear_error(tmp_path: Path) -> None:
 def test_dvc_repro_of_the_grpo_stage_at_toy_size(toy_model: Path, tmp_path: Path) -> None:
     root = tmp_path / "project"
     shutil.copytree(ROOT / "amc", root / "amc", ignore=shutil.ignore_patterns("__pycache__"))
-    (root / "grpo").mkdir()
-    for f in ("dvc.yaml", "grpo/dvc.yaml"):
+    (root / "grpo/.dvc").mkdir(parents=True)
+    for f in ("dvc.yaml", "grpo/dvc.yaml", "grpo/.dvc/config", "grpo/.dvc/.gitignore",
+              "grpo/.dvcignore"):  # grpo/ is its own DVC project (dvc init --subdir)
         shutil.copy(ROOT / f, root / f)
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     (root / ".gitignore").write_text("mlruns/\n__pycache__/\n")
@@ -91,24 +92,26 @@ def test_dvc_repro_of_the_grpo_stage_at_toy_size(toy_model: Path, tmp_path: Path
         sh(*cmd)
     # what `dvc repro` would run (its stages fail here without data: errors ignored)
     default = sh("dvc", "repro", "--dry", "--ignore-errors")
-    assert "'collect'" in default and "grpo/dvc.yaml" not in default
-    assert "'grpo/dvc.yaml:grpo'" in sh("dvc", "repro", "--dry", "grpo/dvc.yaml")
-    sh("dvc", "repro", "grpo/dvc.yaml")  # default params: a note, no training
-    assert json.loads((root / "metrics/grpo.json").read_text()) == {"enabled": False}
-    assert not (root / "data/grpo/policy").exists()
+    assert "'collect'" in default and "grpo" not in default
+    assert "grpo" not in sh("dvc", "status")  # the root project never sees grpo/
+    assert "'grpo'" in sh("dvc", "--cd", "grpo", "repro", "--dry")
+    sh("dvc", "--cd", "grpo", "repro")  # default params: a note, no training
+    assert json.loads((root / "grpo/metrics.json").read_text()) == {"enabled": False}
+    assert not (root / "grpo/out/policy").exists()
 
     params["grpo"] = toy_section(toy_model, f"sqlite:///{root / 'mlruns.db'}")
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    sh("dvc", "repro", "grpo/dvc.yaml")
-    m = json.loads((root / "metrics/grpo.json").read_text())
+    sh("dvc", "--cd", "grpo", "repro")
+    m = json.loads((root / "grpo/metrics.json").read_text())
     assert set(m["methods"]) == {"frozen/react", "frozen/bon@2", "frozen/smc@2",
                                  "grpo/react", "grpo/bon@2"}
     assert m["value"] == "none" and m["training"]["rollouts"] == 2
     assert all(r["tokens_per_task"] > 0 for r in m["methods"].values())
-    table = (root / "data/grpo/comparison.md").read_text()
+    table = (root / "grpo/out/comparison.md").read_text()
     assert "| GRPO | `bon@2` | 2 |" in table and "| frozen | `smc@2` | 2 |" in table
-    status = sh("dvc", "status", "grpo/dvc.yaml")
+    status = sh("dvc", "--cd", "grpo", "status")
     assert "changed" not in status  # outputs recorded in grpo/dvc.lock
+    assert "grpo" not in sh("dvc", "status")
 
     import mlflow
 

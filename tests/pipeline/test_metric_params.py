@@ -63,7 +63,9 @@ def test_evaluation_reports_the_deployable_selection_with_paired_intervals(workd
     row = ev["paired"]["smc@8+challenger"]
     assert (row["baseline"], row["runs"], row["tasks"]) == ("bon@8", 20, 10)
     assert row["deployable_reward_lo"] <= row["deployable_reward"] <= row["deployable_reward_hi"]
-    flat = json.loads(Path(p.evaluate.metrics_file).read_text())
+    flat = json.loads((p.evaluate.out_dir / "metrics.json").read_text())  # the detail
     assert "bon@8.deployable_reward" in flat and "bon@8.max_weight_reward" in flat
+    headline = json.loads(Path(p.evaluate.metrics_file).read_text())  # the DVC metrics
+    assert headline["bon"] == round(ev["methods"]["bon@8"]["deployable_reward"], 3)
     d = promote.run(p)
     assert d["metric"] == "deployable_reward" and d["promote"]

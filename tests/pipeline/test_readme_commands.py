@@ -24,7 +24,8 @@ pytestmark = pytest.mark.slow
 def documented_command(doc: Path) -> str:
     """The ``dvc exp run -S env.name=synthetic ...`` command of a document, lines joined."""
     text = doc.read_text()
-    m = re.search(r"^[ \t]*dvc exp run -S env\.name=synthetic(?:.*\\\n)*.*$", text, re.M)
+    m = re.search(r"^[ \t]*dvc exp run --temp -S env\.name=synthetic(?:.*\\\n)*.*$", text,
+                  re.M)
     assert m, f"no synthetic dvc exp run command in {doc}"
     return " ".join(line.rstrip("\\").strip() for line in m.group(0).splitlines())
 
@@ -45,7 +46,14 @@ def test_documented_synthetic_experiment_runs(tmp_path: Path) -> None:
               ["git", "config", "user.name", "amc test"], ["dvc", "init", "-q"],
               ["git", "add", "-A"], ["git", "commit", "-qm", "default"]):
         pr.run(*c)
+    (tmp_path / "data/eval").mkdir(parents=True)
+    (tmp_path / "data/eval/kept.jsonl").write_text("another configuration's results\n")
     pr.run("bash", "-c", cmd)
+    # --temp: the workspace (its persisted data included) is as it was ...
+    assert (tmp_path / "data/eval/kept.jsonl").read_text() == "another configuration's results\n"
+    assert not (tmp_path / "data/eval/evaluation.json").exists()
+    name = pr.run("dvc", "exp", "list", "--name-only").split()[0]
+    pr.run("dvc", "exp", "apply", name)  # ... and the experiment's outputs come back from cache
     ev = json.loads((tmp_path / "data/eval/evaluation.json").read_text())
     assert ev["status"] == "complete" and ev["env"] == "synthetic" and ev["prior"] == "synthetic"
     assert ev["config"]["env"]["options"] == {}  # cleared, not merged with TextCraft's

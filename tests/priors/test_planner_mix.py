@@ -177,7 +177,8 @@ def test_registry_builds_it_and_rejects_a_benchmark_without_planner():
     pr = PRIORS.build("planner-mix", {"q": 0.3}, env_name="textcraft",
                       env_options=TextCraftOptions())
     assert isinstance(pr, PlannerMixPrior) and pr.options.q == 0.3
-    with pytest.raises(ValueError, match=r"planners for sciworld, textcraft, (.+, )?webshop; not for .synthetic."):
+    with pytest.raises(ValueError,
+                       match=r"planners for sciworld, textcraft, (.+, )?webshop; not for .synth"):
         PRIORS.build("planner-mix", {}, env_name="synthetic", env_options=SyntheticOptions())
     with pytest.raises(ValueError, match="q"):
         PRIORS.build("planner-mix", {"q": 1.5}, env_name="textcraft", env_options={})
