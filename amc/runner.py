@@ -386,21 +386,3 @@ def write_summary(cfg: RunConfig, outcome: RunOutcome, wall_s: float) -> list[di
                        "failed_tasks": outcome.n_failed, "wall_s": round(wall_s, 3)})
     return rows
 
-
-def _pm(mean: float | None, se: float | None) -> str:
-    """``mean ± s.e.``; ``n/a`` when not measured; the mean alone when there is no s.e."""
-    if mean is None or math.isnan(mean):
-        return "n/a"
-    return f"{mean:.3f}" if se is None or math.isnan(se) else f"{mean:.3f} ± {se:.3f}"
-
-
-def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """A plain-text table of :func:`summarise` rows."""
-    head = ["method", "tasks", "failed", *LABELS, "tokens/task", "$/task"]
-    body = [[r["method"], str(r["tasks"]), str(r.get("failed", 0)),
-             *(_pm(r.get(k), r.get(k + "_se")) for k in METRICS),
-             f"{r['tokens_per_task']:.0f}", f"{r['cost_per_task']:.4f}"] for r in rows]
-    widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*head), fmt.format(*("-" * w for w in widths)),
-                      *(fmt.format(*b) for b in body)])

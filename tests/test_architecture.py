@@ -30,7 +30,7 @@ LAYERS: dict[str, int] = {
     "amc": 0, "amc.types": 0, "amc.ports": 0, "amc.errors": 0, "amc.retry": 0,
     "amc.protocols": 1, "amc.registry": 1, "amc.config": 1,
     "amc.smc": 2, "amc.envs": 2, "amc.priors": 2, "amc.value": 2, "amc.tracking": 2,
-    "amc.results": 2, "amc.stats": 2,
+    "amc.results": 2, "amc.stats": 2, "amc.progress": 2,
     "amc.runner": 3, "amc.estimate": 3, "amc.grpo": 3, "amc.reports": 3,
     "amc.pipeline": 4, "amc.sweeps": 4,
     "amc.monitor": 5,

@@ -5,7 +5,8 @@ import math
 import pytest
 
 from amc.config import RunConfig, ValueConfig
-from amc.runner import METRICS, _method_run_config, format_table, selection_config, summarise
+from amc.reports.table import format_table
+from amc.runner import METRICS, _method_run_config, selection_config, summarise
 from amc.smc.methods import parse_method
 from amc.smc.records import TaskResult
 from amc.types import Usage

@@ -39,7 +39,7 @@ def evaluate_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
                  quiet: bool = typer.Option(False, help="No progress bars.")) -> None:
     """Evaluate ReAct, Best-of-N, SMC and AMC (challenger, champion) over the N grid."""
     from amc.pipeline import evaluate
-    from amc.runner import format_table
+    from amc.reports.table import format_table
 
     p = _load(params, set_)
     ev = evaluate.run(p, progress=not quiet)
@@ -63,7 +63,7 @@ def report_cmd(params: Path = _PARAMS, set_: list[str] = _SET,
                ) -> None:
     """Plots (success vs N, cost-quality, genealogy, calibration) and summary.json."""
     from amc.pipeline import report
-    from amc.runner import format_table
+    from amc.reports.table import format_table
 
     p = _load(params, set_)
     s = report.run(p, calibrate=calibrate)

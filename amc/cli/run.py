@@ -30,9 +30,9 @@ from amc.cli.run_checks import (
     value_settings,
 )
 from amc.config import ConfigError, RunConfig, load_run_config, load_yaml, parse_override
+from amc.reports.table import format_table
 from amc.runner import (
     TasksFailed,
-    format_table,
     run_methods,
     write_summary,
 )

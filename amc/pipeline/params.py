@@ -14,9 +14,8 @@ Overrides (``-S key=value`` of ``amc <stage>`` or a Prefect flow's ``overrides``
 ``params.yaml``, so their outputs must not land where ``dvc.lock`` expects the ``params.yaml``
 ones: :func:`load_params` moves every output path of an overridden run under
 ``runs/overrides-<hash>/`` and registers its model as ``amc-value-<env>-<hash>``, never under the
-default name (the same overrides always map to the same folder, so such runs resume too).
-Overrides of the ``flows`` section only change how a flow fans out, not what it computes, and
-are not isolated.
+default name (the same overrides map to the same folder: such runs resume). Overrides of
+``flows`` (how a flow fans out, not what it computes) are not isolated.
 """
 
 from __future__ import annotations

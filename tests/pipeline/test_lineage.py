@@ -24,7 +24,7 @@ def test_stage_run_is_named_tagged_and_back_dated(workdir: Path,
     got = mlflow.MlflowClient().get_run(run_id)
     assert got.info.start_time == int(started * 1000)
     assert got.info.end_time >= got.info.start_time + 120_000
-    assert got.info.run_name == "collect r2 · 24 records"
+    assert got.info.run_name == "collect r2 · 24 records · fuzzy-exp"  # what differs
     tags = got.data.tags
     assert (tags["amc.stage"], tags["amc.round"], tags["dvc.exp_name"]) == (
         "collect", "2", "fuzzy-exp")
