@@ -108,7 +108,9 @@ def test_two_model_versions_with_a_gate_decision_and_lineage(
     exps = {e.name: e.experiment_id for e in client.search_experiments()}
     for r in (0, 1):
         (train,) = client.search_runs([exps["amc-value"]], f"tags.`amc.round` = '{r}'")
-        assert train.info.run_name == f"train r{r} · dataset {hashes[r][:8]}"
+        # the name says what differs between two trainings: data, learning rate, epochs
+        assert train.info.run_name.startswith(f"train r{r} · dataset {hashes[r][:8]} · lr ")
+        assert train.info.run_name.endswith(" · 1 ep")
         (ds,) = train.inputs.dataset_inputs
         assert ds.dataset.digest == hashes[r]
         assert {t.key: t.value for t in ds.tags}["mlflow.data.context"] == "training"
