@@ -69,17 +69,23 @@ class PairedTest:
         return asdict(self)
 
 
+def _checked(diffs: Sequence[float], level: float, what: str) -> np.ndarray:
+    """``diffs`` as a 1-d float array (clear errors for a bad level or non-finite input)."""
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    d = np.asarray(diffs, dtype=float)
+    if d.ndim != 1 or not np.all(np.isfinite(d)):
+        raise ValueError(f"{what} differences must be a finite 1-d sequence")
+    return d
+
+
 def paired_test(diffs: Sequence[float], *, min_effect: float, level: float) -> PairedTest:
     """One-sided paired t test of ``E[d] > min_effect`` at ``level``.
 
     Degenerate cases: fewer than two pairs never pass (no variance estimate); zero variance
     passes exactly when every difference exceeds ``min_effect``.
     """
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    d = np.asarray(diffs, dtype=float)
-    if d.ndim != 1 or not np.all(np.isfinite(d)):
-        raise ValueError("paired differences must be a finite 1-d sequence")
+    d = _checked(diffs, level, "paired")
     n = int(d.size)
     if n < 2:
         mean = float(d.mean()) if n else math.nan
@@ -128,11 +134,7 @@ def gate_test(per_task: Sequence[float], *, min_effect: float, level: float,
 
     ``per_task``: one seed-averaged difference per task. Fewer than two tasks never pass.
     """
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    d = np.asarray(per_task, dtype=float)
-    if d.ndim != 1 or not np.all(np.isfinite(d)):
-        raise ValueError("per-task differences must be a finite 1-d sequence")
+    d = _checked(per_task, level, "per-task")
     n = int(d.size)
     mean, se = tstats.mean_se(d)
     if n < 2:
