@@ -53,10 +53,10 @@ def make_bench_suite(cell: CellParams) -> Any:
 
 def bench_budget(suite: Any, cell: CellParams, task: str) -> int:
     """A task's step budget: the cell's fixed one (the environment's step limit), else
-    TextCraft's (its ``fixed_budget``, or the plan's length + slack)."""
+    TextCraft's plan length + slack."""
     if cell.budget is not None:
         return cell.budget
-    return task_budget(suite, task, cell.slack, cell.menu_form, cell.fixed_budget)
+    return task_budget(suite, task, cell.slack, cell.menu_form)
 
 
 def _task_file(path: str | None) -> dict[str, list[int]] | None:

@@ -5,7 +5,7 @@ independent rollouts) and ``smc@N`` with the cell's value through the ordinary d
 (:func:`amc.smc.sampler.run_task`, the configurations :func:`parse_method` makes), with the
 ``planner-mix`` prior at skill q on TextCraft (binary reward, depth ``depth``), its actions in the
 menu's own form (``menu_form``). The task's step budget is its optimal plan's length + ``slack``
-(or one ``fixed_budget`` for the cell's depth); the ``rollout`` value's horizon is that budget.
+(or one fixed ``budget`` for the cell's depth); the ``rollout`` value's horizon is that budget.
 
 Outputs (paths relative to ``sweeps/``): ``out/runs.json`` -- the cell's parameters and one row
 per (task, seed) with both methods' task metrics and prior calls/tokens (the evidence that is
@@ -209,7 +209,7 @@ def cell_name(cell: CellParams) -> str:
             + ("-menu" if cell.menu_form else "")
             + (f"-v{cell.val_tasks}r{cell.val_seed}"
                if cell.split == "validation" and cell.val_sample == "random" else "")
-            + (f"-B{cell.fixed_budget}" if cell.fixed_budget else "")
+            + (f"-B{cell.budget}" if cell.budget else "")
             + (f"-t{cell.max_tasks}" if cell.max_tasks else ""))
 
 

@@ -28,7 +28,8 @@ class CellParams(Frozen):
     budget: int | None = Field(None, ge=1)
     """One step budget for every task (None: the optimal plan's length + slack, TextCraft
     only). WebShop and SciWorld cells need it: a fixed budget per benchmark configuration, so
-    the budget shown to a value does not encode a task's plan length."""
+    the budget shown to a value does not encode a task's plan length; a TextCraft cell has one
+    depth, so its fixed budget is one per depth and says nothing of a task's plan."""
     catalog: str | None = None
     """WebShop catalog directory (None: the project's generated fixture catalog, written to
     ``work/webshop-fixture``)."""
@@ -80,9 +81,6 @@ class CellParams(Frozen):
     """planner-mix writes its actions in the menu's own form (``get 9 ice`` twice, never an
     off-menu ``get 18 ice`` that marks a step as the planner's); the plan length of the budget
     is then the menu-form plan's. False: as every cell recorded before the key existed."""
-    fixed_budget: int | None = Field(None, ge=1)
-    """One step budget for every task of the cell (a cell has one depth: a budget per depth,
-    which says nothing of a task's plan); None: plan length + slack."""
     value_model: str = "models/value"
     """Directory of the learned value (written by the ``value`` stage)."""
     out_file: str = "out/runs.json"
@@ -109,7 +107,7 @@ class ValueParams(Frozen):
     menu_form: bool = True
     """planner-mix's actions in the menu's own form (as the cells' ``menu_form``)."""
     fixed_budget: int | None = Field(None, ge=1)
-    """One budget for every rollout (as the cells' ``fixed_budget``); None: plan + slack."""
+    """One budget for every rollout (as the cells' ``budget``); None: plan + slack."""
     sizes: tuple[int, ...] = (250, 500, 1000, 2000)
     """Training-set sizes (states) of the quality-vs-size curve."""
     history_k: int = Field(8, ge=0)

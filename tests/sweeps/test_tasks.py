@@ -25,7 +25,7 @@ def test_cells_with_the_side_channels_closed_have_their_own_names():
     legacy = cell_name(CellParams(menu_form=False))
     assert legacy == "test-d2-q0.4-b0.25-every2-n4-rollout-s1-seeds6"  # as recorded before
     assert cell_name(CellParams()) == legacy + "-menu"
-    assert cell_name(CellParams(fixed_budget=10)) == legacy + "-menu-B10"
+    assert cell_name(CellParams(budget=10)) == legacy + "-menu-B10"
 
 
 def test_validation_is_a_seeded_random_sample_disjoint_from_value_training_and_test():
