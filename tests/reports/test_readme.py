@@ -1,0 +1,55 @@
+"""The README's measured paragraph is generated: committed == regenerated, and its verdicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from amc.reports import readme
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_committed_readme_paragraph_is_what_the_committed_evidence_generates() -> None:
+    assert readme.main(["--root", str(ROOT), "--check"]) == 0
+
+
+def test_a_hand_edited_number_fails_the_check(tmp_path: Path) -> None:
+    for rel in (readme.EVIDENCE, readme.LLM_SUMMARY):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes((ROOT / rel).read_bytes())
+    text = (ROOT / "README.md").read_text()
+    para = text.split(readme.BEGIN)[1].split(readme.END)[0]
+    assert "+0.083" in para  # the LLM regime's AMC@4 − Best-of-4 (summary.json)
+    (tmp_path / "README.md").write_text(text.replace("+0.083", "+0.183"))
+    assert readme.main(["--root", str(tmp_path), "--check"]) == 1
+    assert readme.main(["--root", str(tmp_path)]) == 0  # rewritten from the sources ...
+    assert (tmp_path / "README.md").read_text() == text  # ... back to the committed text
+
+
+def _summary(lo: float, hi: float, p: float) -> dict:
+    row = {"oracle_best": (lo + hi) / 2, "oracle_best_lo": lo, "oracle_best_hi": hi,
+           "oracle_best_p": p, "tasks": 12}
+    return {"env": "textcraft", "seeds": [0, 1, 2],
+            "methods": {"smc@4+challenger": {"n": 4, "role": "amc"},
+                        "smc@4": {"n": 4, "role": "smc"}},
+            "paired": {"smc@4+challenger": row, "smc@4": {**row, "oracle_best_p": 0.001}}}
+
+
+def test_separable_needs_the_interval_and_the_exact_p_to_agree() -> None:
+    # the t interval excludes 0 but the exact p does not (3 nonzero task differences)
+    assert "no difference is separable" in readme.llm_sentence(_summary(0.007, 0.215, 0.125))
+    assert "no difference is separable" in readme.llm_sentence(_summary(-0.01, 0.2, 0.01))
+    both = readme.llm_sentence(_summary(0.02, 0.2, 0.01))
+    assert "separable (interval and exact p agree) at N = 4" in both
+    assert "N = 4: +0.110 [+0.020, +0.200], exact p 0.01" in both  # only the AMC row
+
+
+def test_missing_markers_or_sources_are_refused() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        readme.render("no markers here", "x")
+    with pytest.raises(ValueError, match="In short"):
+        readme.sweep_sentence("# evidence\nno headline")
+    with pytest.raises(ValueError, match="no AMC row"):
+        readme.llm_sentence({**_summary(0, 1, 1), "paired": {}})
