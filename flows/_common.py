@@ -27,6 +27,7 @@ from prefect.cache_policies import NO_CACHE
 
 from amc.pipeline.dvc import dvc_commit
 from amc.pipeline.params import PipelineParams, load_params, overrides_tag
+from flows._artifacts import image_markdown
 
 DATA_EVAL_LIMIT = "amc-data-eval"
 """Global concurrency limit (1 slot) held while a flow writes ``evaluate.out_dir``."""
@@ -100,8 +101,13 @@ def eval_table(ev: dict[str, Any]) -> list[dict[str, Any]]:
             for s, m in ev["methods"].items()]
 
 
-def eval_markdown(ev: dict[str, Any], plots_dir: str | None = None) -> str:
-    """The evaluation report artifact (status, models, per-method table, plot paths)."""
+PLOTS = ("success_vs_n.png", "cost_quality.png", "genealogy.png", "calibration.png")
+"""The report stage's plots (:mod:`amc.pipeline.report`), in the order the artifact shows them."""
+
+
+def eval_markdown(ev: dict[str, Any], plots_dir: str | Path | None = None) -> str:
+    """The evaluation report artifact (status, models, per-method table; with ``plots_dir``,
+    the report's plots embedded as PNG images)."""
     models = ev.get("models") or {}
     lines = [f"# AMC evaluation: {ev.get('env')} ({ev['status']})", "",
              f"- tasks: {ev.get('n_tasks')}, seeds: {ev.get('seeds')}, N grid: {ev.get('n_grid')}",
@@ -115,6 +121,9 @@ def eval_markdown(ev: dict[str, Any], plots_dir: str | None = None) -> str:
     if ev.get("problems"):
         lines += ["", "Problems: " + "; ".join(ev["problems"])]
     if plots_dir:
-        lines += ["", f"Plots: `{plots_dir}` (success_vs_n.png, cost_quality.png, "
-                  "genealogy.png, calibration.png)"]
+        lines += ["", "## Plots", ""]
+        for name in PLOTS:  # inline images (a path on the worker shows nothing in the UI)
+            png = Path(plots_dir) / name
+            lines += [image_markdown(png, png.stem.replace("_", " ")) if png.is_file()
+                      else f"({name}: not written)", ""]
     return "\n".join(lines) + "\n"

@@ -8,7 +8,7 @@ the one way the flows do (:func:`flows._common.record`), so ``dvc repro`` and th
 lineage. Overrides reach every stage; an overridden run writes under
 ``runs/overrides-<hash>/`` and registers ``amc-value-<env>-<hash>``, never the default model.
 The decision is published as a markdown and a table artifact (keys ``amc-promotion`` and
-``amc-promotion-table``).
+``amc-promotion-table``), the evaluation with its plots as images (key ``amc-report``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from prefect.cache_policies import NO_CACHE
 
 from amc.pipeline import promote as promote_stage
 from amc.pipeline import report as report_stage
-from flows._common import params, record
+from amc.pipeline.artifacts import load_record
+from flows._common import eval_markdown, params, record
 from flows._log import say
 from flows.collect import collect_flow
 from flows.evaluate import evaluate_flow
@@ -42,9 +43,14 @@ def promote(params_path: str, overrides: list[str]) -> dict[str, Any]:
 
 @task(name="report", retries=1, cache_policy=NO_CACHE)
 def report(params_path: str, overrides: list[str]) -> str:
-    """Plots and summary.json; returns the summary path."""
+    """Plots and summary.json; publishes the evaluation with its plots embedded (artifact
+    ``amc-report``); returns the summary path."""
     p = params(params_path, overrides)
     report_stage.run(p)
+    create_markdown_artifact(key="amc-report",
+                             markdown=eval_markdown(load_record(p),
+                                                    p.report.plots_dir),
+                             description="evaluation with its plots")
     return str(p.report.summary_file)
 
 

@@ -10,7 +10,10 @@ rendered states or a ``history`` column of trajectory JSON (rendered here with t
 render options and tokenizer), or a dict ``{"text": [...]}`` / ``{"history": [...]}`` (over
 HTTP: any of MLflow's ``dataframe_split``/``dataframe_records``/``inputs`` encodings of these
 columns). A plain list is rejected: MLflow's schema enforcement would turn it into an unnamed
-column. Output: a DataFrame with
+column. ``predict`` is typed ``pd.DataFrame -> pd.DataFrame``: what MLflow hands it after enforcing
+the logged signature (a dict input arrives as a DataFrame), and a type MLflow accepts without
+inferring a second signature from it (no "Add type hints to predict" warning on log or load).
+Output: a DataFrame with
 ``value`` (clipped into the reward range), ``raw`` and ``status`` per state. The reward range is
 the logged ``model_config["reward_range"]``, else the model's environment default.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 import mlflow
+import pandas as pd
 from mlflow.pyfunc import PythonModel
 
 
@@ -61,9 +65,8 @@ class ValuePyfunc(PythonModel):
         config = dict(getattr(context, "model_config", None) or {})
         self.lo, self.hi = reward_range_for({**self.meta, **config})
 
-    def predict(self, context, model_input, params=None):
-        import pandas as pd
-
+    def predict(self, context: Any, model_input: pd.DataFrame,
+                params: dict[str, Any] | None = None) -> pd.DataFrame:
         from amc.value.model import predict_texts
         from amc.value.serve_io import HISTORY_COL, bound_values, history_from_json
 

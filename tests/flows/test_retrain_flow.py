@@ -3,6 +3,7 @@ overridden run that leaves the params.yaml lineage and the default model alone."
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -75,6 +76,11 @@ async def test_retrain_and_promote_flow(project: tuple[Project, str]) -> None:
         arts = await client.read_artifacts(
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["amc-promotion"])))
     assert arts and "PROMOTED" in arts[0].data
+    async with get_client() as client:  # the evaluation with its plots as images (issue 29)
+        rep = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["amc-report"])))
+    png = base64.b64encode(Path("plots/success_vs_n.png").read_bytes()).decode("ascii")
+    assert rep and f"![success vs n](data:image/png;base64,{png})" in rep[0].data
 
     # A retraining round with nothing new (issue 29): the collection finds every task on disk
     # (no shard collects again), the dataset is rebuilt from the same rollouts, and neither
