@@ -133,7 +133,7 @@ def results_doc_cmd(
             raise ValueError(f"--declared {item!r}: need TITLE=DECLARED,EVAL of existing files")
         decls.append((sec_title, *pair))
     written = write_results_doc(summary, plots or p.report.plots_dir, out, title=title,
-                                extra=sections, intro=intro, declared=decls,  # type: ignore[arg-type]
+                                extra=sections, intro=intro, declared=decls,
                                 grpo=grpo_paths,  # type: ignore[arg-type]  # 3 checked above
                                 summary_title=summary_title)
     typer.echo(f"wrote {written}")
