@@ -7,7 +7,7 @@
     amc.grpo, amc.reports     fine-tuning the agent (the white-box reference); documents
     amc.smc amc.envs amc.priors amc.value amc.tracking amc.results amc.stats   the method, its parts
     amc.protocols amc.registry amc.config                             contracts and config
-    amc.types amc.errors                                              records
+    amc.types amc.errors amc.retry amc.plots                          records, helpers
 
 Arrows point down (or sideways inside one layer, never in a circle); the SMC engine itself
 depends only on the contracts, never on a concrete environment, prior or value. Module-level
@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 LAYERS: dict[str, int] = {
-    "amc": 0, "amc.types": 0, "amc.ports": 0, "amc.errors": 0, "amc.retry": 0,
+    "amc": 0, "amc.types": 0, "amc.ports": 0, "amc.errors": 0, "amc.retry": 0, "amc.plots": 0,
     "amc.protocols": 1, "amc.registry": 1, "amc.config": 1,
     "amc.smc": 2, "amc.envs": 2, "amc.priors": 2, "amc.value": 2, "amc.tracking": 2,
     "amc.results": 2, "amc.stats": 2, "amc.progress": 2,
