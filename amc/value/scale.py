@@ -23,7 +23,7 @@ from amc.plots import pyplot, save_png
 from amc.value.metrics import auc_within_by_step, finite, state_groups
 
 if TYPE_CHECKING:
-    from amc.value.train import TrainConfig
+    from amc.value.train_run import TrainConfig
 
 REPORTED = ("pearson", "auc", "auc_within", "ece", "brier", "mse")
 
@@ -55,8 +55,8 @@ def quality_vs_size(dataset_dir: str | Path, sizes: list[int], cfg: TrainConfig,
     """
     from amc.value.data import load_dataset_dir
     from amc.value.model import load_tokenizer_for
-    from amc.value.train import check_budget
     from amc.value.train_head import SplitFeatures, embed_splits, frozen_model
+    from amc.value.train_run import check_budget
 
     dsd, render, card = load_dataset_dir(dataset_dir)
     check_budget(render, cfg.model.max_length)
