@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from amc.pipeline.gate_stats import gate_test, sign_flip_min_tasks, untested_reason
 from amc.pipeline.headline import promotion_headline
 from amc.pipeline.params import PipelineParams
-from amc.pipeline.promote import decide
+from amc.pipeline.promote import decide, evidence_tags, markdown
 from amc.pipeline.promote_params import PromoteParams
 from amc.smc.records import TaskResult
 from amc.types import Usage
@@ -63,6 +63,9 @@ def test_an_underpowered_gate_is_refused_with_its_reason() -> None:
     assert d["tasks_needed"] > 8  # sized by max_mde when target_mde is not set
     assert f"{d['tasks_needed']} tasks would detect 0.1 with 80% power" in d["reason"]
     assert promotion_headline(d) == {"promoted": 0, "tested": 0}
+    tags = evidence_tags({**d, "eval_set": "x", "decided_at": "now"})  # on the model version
+    assert tags["promotion.tested"] == "False" and tags["promotion.powered"] == "False"
+    assert "| tested | False |" in markdown(d) and "decided without a test" in markdown(d)
 
 
 def test_a_powered_gate_tests_as_before() -> None:
