@@ -10,7 +10,7 @@ A=docs/results-assets
 amc results-doc -p configs/llm-regime/params.yaml \
   --summary "$A/llm-regime/summary.json" --plots-dir "$A/llm-regime" \
   --title "Results: TextCraft with the embedded Gemma-3-270M prior" \
-  --intro "$(cat docs/results-intro.txt)" \
+  --intro-file docs/results-intro.txt \
   --declared "Declared 60-task test set: the primary comparison=amc/pipeline/declared/llm-regime-testset60.json,evidence/llm-regime/testset60/evaluation.json" \
   --summary-title "First LLM-regime run: 12 test tasks (before the declaration)" \
   --extra "First configuration: 12 steps, 1 seed=$A/first-configuration-12-steps-1-seed.json" \
