@@ -16,7 +16,9 @@ def test_the_committed_readme_paragraph_is_what_the_committed_evidence_generates
 
 
 def test_a_hand_edited_number_fails_the_check(tmp_path: Path) -> None:
-    for rel in (readme.EVIDENCE, readme.LLM_SUMMARY):
+    grpo = [readme.GRPO / f for f in ("frozen-summary.json", "policy-summary.json",
+                                       "metrics.json")]
+    for rel in (readme.EVIDENCE, readme.LLM_SUMMARY, *grpo):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes((ROOT / rel).read_bytes())
     text = (ROOT / "README.md").read_text()
@@ -53,3 +55,23 @@ def test_missing_markers_or_sources_are_refused() -> None:
         readme.sweep_sentence("# evidence\nno headline")
     with pytest.raises(ValueError, match="no AMC row"):
         readme.llm_sentence({**_summary(0, 1, 1), "paired": {}})
+
+
+def _grpo(success: float, bon: float) -> tuple[dict, dict, dict]:
+    def row(method: str, x: float, ok: float = 0.0) -> dict:
+        return {"method": method, "success": ok, "oracle_best": x, "oracle_best_se": 0.02}
+
+    cfg = {"max_tasks": 4, "seeds": [0, 1], "env": {"options": {"max_depth": 1}},
+           "smc": {"max_steps": 4}}
+    frozen = {"config": cfg, "methods": [row("react", 0.3), row("bon@4", 0.4),
+                                         row("smc@4", 0.41)]}
+    policy = {"config": cfg, "methods": [row("react", 0.2), row("bon@4", bon, success)]}
+    return frozen, policy, {"costs": {"cpu_s": 4080.8}}
+
+
+def test_the_grpo_sentence_reads_success_and_separation_off_the_summaries() -> None:
+    same = readme.grpo_sentence(*_grpo(0.0, 0.42))
+    assert "no method of either policy succeeded" in same and "4,081 CPU s" in same
+    assert "is inside two combined standard errors" in same
+    apart = readme.grpo_sentence(*_grpo(0.25, 0.6))
+    assert "successes: GRPO bon@4" in apart and "not all inside" in apart
