@@ -98,7 +98,7 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
         f"{' -> '.join(STAGES)}, each followed by `dvc commit -f <stage>` (in a DVC project); "
         "rounds.enabled must be true. Prints one line per finished stage and one for the "
         "round.")
-    ap.add_argument("params", nargs="?", default=PARAMS_FILE,
+    ap.add_argument("params", nargs="?", default=str(PARAMS_FILE),
                     help=f"the pipeline's params file (default: {PARAMS_FILE})")
     ap.add_argument("--stages", default=",".join(STAGES),
                     help="comma-separated stages to run, in the order given (default: all)")

@@ -28,6 +28,13 @@ def test_help_names_the_stages_and_the_options(capsys: pytest.CaptureFixture[str
     assert "--stages" in out and "--json" in out and "params.yaml" in out
 
 
+def test_the_arguments_reach_the_stage_loader_as_it_reads_them() -> None:
+    args = one_round._args([])
+    assert (args.params, args.stages, args.json) == ("params.yaml", list(one_round.STAGES), False)
+    args = one_round._args(["p.yaml", "--stages", " collect, dataset ", "--json"])
+    assert (args.params, args.stages, args.json) == ("p.yaml", ["collect", "dataset"], True)
+
+
 @pytest.mark.parametrize("stages", ["collect,nope", ",", ""])
 def test_an_unknown_or_empty_stage_list_is_refused(
         stages: str, capsys: pytest.CaptureFixture[str]) -> None:
