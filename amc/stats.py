@@ -17,8 +17,9 @@ the task distribution -- they share the task -- so the unit of replication is th
   share of the 2^k sign assignments of the k nonzero differences whose |mean| is at least the
   observed one (exact for k <= ``EXACT_MAX``, seeded Monte Carlo beyond).
 - :func:`mean_se`: the one standard error (sample sd / sqrt(n)) used by the tables and the
-  promotion gate; :func:`t_power`, :func:`mde` and :func:`tasks_for_power` size a paired test
-  over tasks (two-sided or one-sided t, noncentral t power).
+  promotion gate (:func:`row_mean_se`: the same, row by row, for simulations);
+  :func:`t_power`, :func:`mde` and :func:`tasks_for_power` size a paired test over tasks
+  (two-sided or one-sided t, noncentral t power).
 
 A NaN score (e.g. a deployable selection without a selection value) makes the summary NaN: an
 unmeasured metric is never reported as a number. Pure functions; no I/O.
@@ -48,11 +49,24 @@ def mean_se(x: Iterable[float] | np.ndarray) -> tuple[float, float]:
     """(mean, s.e.) with s.e. = sample sd / sqrt(n): NaN s.e. below two values, NaN both
     when empty. The one standard-error definition of the project's tables and gate."""
     xs = np.asarray(list(x) if not isinstance(x, np.ndarray) else x, dtype=np.float64)
+    if xs.ndim != 1:
+        raise ValueError(f"mean_se needs a 1-d sequence, got shape {xs.shape}")
     if xs.size == 0:
         return math.nan, math.nan
-    if xs.size == 1:
-        return float(xs[0]), math.nan
-    return float(xs.mean()), float(xs.std(ddof=1) / math.sqrt(xs.size))
+    mean, se = row_mean_se(xs[None, :])
+    return float(mean[0]), float(se[0])
+
+
+def row_mean_se(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`mean_se` of each row of a 2-d array (vectorised, for simulations): the row
+    means and s.e. = sample sd / sqrt(#columns), NaN s.e. below two columns."""
+    xs = np.asarray(x, dtype=np.float64)
+    if xs.ndim != 2 or xs.shape[1] == 0:
+        raise ValueError(f"row_mean_se needs a 2-d array with columns, got shape {xs.shape}")
+    n = xs.shape[1]
+    if n == 1:
+        return xs[:, 0].copy(), np.full(xs.shape[0], math.nan)
+    return xs.mean(axis=1), xs.std(axis=1, ddof=1) / math.sqrt(n)
 
 
 def task_mean_se(rows: Iterable[tuple[str, float]]) -> tuple[float, float]:

@@ -1,11 +1,21 @@
-"""Standard errors over tasks and paired differences, on hand-built (task, seed) scores."""
+"""Standard errors over tasks and paired differences, on hand-built (task, seed) scores; the one
+standard-error definition (no other module of ``amc/`` computes sd / sqrt(n) itself)."""
 
+import ast
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from amc.stats import paired_difference, t_quantile, task_mean_se, task_means
+from amc.stats import (
+    mean_se,
+    paired_difference,
+    row_mean_se,
+    t_quantile,
+    task_mean_se,
+    task_means,
+)
 
 
 def test_seeds_are_averaged_within_a_task_before_the_se_over_tasks():
@@ -69,3 +79,50 @@ def test_paired_difference_with_one_task_or_none_has_no_interval():
     assert one.mean == 1.0 and math.isnan(one.lo) and not one.separates
     none = paired_difference({("a", 0): 1.0}, {("b", 0): 0.0})
     assert none.pairs == 0 and math.isnan(none.mean)
+
+
+def test_mean_se_on_known_inputs_and_below_two_values():
+    mean, se = mean_se([1.0, 2.0, 3.0, 6.0])
+    # sample sd = sqrt(((-2)^2 + (-1)^2 + 0 + 3^2) / 3) = sqrt(14 / 3); se = sd / sqrt(4)
+    assert mean == 3.0 and se == pytest.approx(math.sqrt(14 / 3) / 2)
+    one = mean_se([5.0])
+    assert one[0] == 5.0 and math.isnan(one[1])  # no s.e. from one value (never 0)
+    assert all(math.isnan(x) for x in mean_se([]))
+    with pytest.raises(ValueError, match="1-d"):
+        mean_se(np.ones((2, 2)))
+
+
+def test_row_mean_se_is_mean_se_row_by_row():
+    x = np.random.default_rng(0).normal(size=(50, 7))
+    m, se = row_mean_se(x)
+    assert [(a, b) for a, b in zip(m, se, strict=True)] == [mean_se(r) for r in x]  # exactly
+    m1, se1 = row_mean_se(x[:, :1])
+    assert np.array_equal(m1, x[:, 0]) and np.isnan(se1).all()
+    with pytest.raises(ValueError, match="2-d"):
+        row_mean_se(np.ones(3))
+
+
+def _se_computations(tree: ast.AST) -> list[int]:
+    """Lines computing a standard error by hand: ``<...std(...)...> / <...sqrt(...)...>``,
+    or calling a library's ``sem``."""
+    def calls(node: ast.AST, name: str) -> bool:
+        return any(isinstance(c, ast.Call) and name in (getattr(c.func, "attr", None),
+                                                        getattr(c.func, "id", None))
+                   for c in ast.walk(node))
+
+    return sorted({n.lineno for n in ast.walk(tree)
+                   if (isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)
+                       and calls(n.left, "std") and calls(n.right, "sqrt"))
+                   or (isinstance(n, ast.Call) and calls(n, "sem") and not calls(n.func, "sem"))})
+
+
+def test_the_standard_error_is_computed_only_in_amc_stats():
+    repo = Path(__file__).resolve().parents[1]
+    found = {str(p.relative_to(repo)): lines for p in sorted(repo.glob("amc/**/*.py"))
+             if (lines := _se_computations(ast.parse(p.read_text())))}
+    assert found == {"amc/stats.py": found.get("amc/stats.py", [])} and found["amc/stats.py"]
+    # the finder sees the forms a second definition would take
+    assert _se_computations(ast.parse("se = a.std(ddof=1) / math.sqrt(a.size)")) == [1]
+    assert _se_computations(ast.parse("s = np.std(d, axis=1) / np.sqrt(n)")) == [1]
+    assert _se_computations(ast.parse("s = scipy.stats.sem(d)")) == [1]
+    assert _se_computations(ast.parse("sd = d.std(ddof=1)\nz = x / sd")) == []

@@ -94,6 +94,12 @@ def results_doc_cmd(
         "(e.g. docs/results-assets/summary.json: regenerate from the committed copies)."),
     plots: Path | None = typer.Option(
         None, "--plots-dir", help="Plots to include instead of report.plots_dir."),
+    declared: list[str] = typer.Option(
+        [], "--declared", help="TITLE=DECLARED,EVAL: a declared test set (its file under "
+        "amc/pipeline/declared/) and its evaluation summary, as a section before the others "
+        "(repeatable)."),
+    summary_title: str | None = typer.Option(
+        None, help="Heading of the pipeline summary's section."),
 ) -> None:
     """Generate docs/results.md (tables, plots, reading) from the report's metrics."""
     from amc.reports.results_doc import write_results_doc
@@ -119,9 +125,17 @@ def results_doc_cmd(
         if not sep or not sec_title or not Path(path).is_file():
             raise ValueError(f"--extra {item!r}: need TITLE=PATH of an existing summary.json")
         sections.append((sec_title, path))
+    decls = []
+    for item in declared:
+        sec_title, sep, paths = item.rpartition("=")
+        pair = tuple(Path(x) for x in paths.split(","))
+        if not sep or not sec_title or len(pair) != 2 or not all(x.is_file() for x in pair):
+            raise ValueError(f"--declared {item!r}: need TITLE=DECLARED,EVAL of existing files")
+        decls.append((sec_title, *pair))
     written = write_results_doc(summary, plots or p.report.plots_dir, out, title=title,
-                                extra=sections, intro=intro,
-                                grpo=grpo_paths)  # type: ignore[arg-type]  # 3 checked above
+                                extra=sections, intro=intro, declared=decls,
+                                grpo=grpo_paths,  # type: ignore[arg-type]  # 3 checked above
+                                summary_title=summary_title)
     typer.echo(f"wrote {written}")
 
 

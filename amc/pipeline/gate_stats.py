@@ -21,6 +21,12 @@ per-task improvement it detects with 80% power at its level, given the per-task 
 its number of tasks. ``promote.target_mde`` sizes the frozen set: the tasks needed to detect
 that effect (:func:`amc.stats.tasks_for_power`) are recorded, and a gate on fewer says so.
 
+A gate without power decides nothing: with ``promote.max_mde`` set, :func:`untested_reason`
+says why the test is not run -- fewer than two tasks or identical per-task differences (sd 0:
+no mde), a sign-flip p that cannot reach the level with so few tasks (its smallest value is
+``2^-tasks``), or an mde above ``max_mde`` -- and the decision keeps the champion, saying it
+decided without a test. Refusing only ever keeps, so it never adds false promotions.
+
 Reuse over rounds (:func:`reuse_level`): every round's challenger meets the same frozen set,
 so its false promotions add up over rounds. The k-th decision on one frozen set is tested at
 ``level / (k (k + 1))`` (alpha spending): the chance that *any* not-better challenger is ever
@@ -150,6 +156,39 @@ def gate_test(per_task: Sequence[float], *, min_effect: float, level: float,
     mde = tstats.mde(sd, n, level=level, power=power, alternative="greater")
     return GateTest(n, mean, se, p, k <= tstats.EXACT_MAX, t_p, lower, mde, level,
                     bool(p < level))
+
+
+def sign_flip_min_tasks(level: float) -> int:
+    """The fewest tasks whose one-sided sign-flip p can go below ``level`` (its smallest value
+    over n tasks is ``2^-n``): 5 at 0.05, 6 at 0.025."""
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    return math.floor(math.log2(1.0 / level)) + 1
+
+
+def untested_reason(t: GateTest, *, max_mde: float | None) -> str | None:
+    """Why the gate decides without a test (None: powered, or ``max_mde`` None: unchecked).
+
+    ``t``: the :func:`gate_test` of the per-task differences. The reasons, first that applies:
+    fewer than two tasks, sd 0 (no mde), a smallest attainable sign-flip p ``2^-tasks`` not
+    below the level, an mde above ``max_mde``.
+    """
+    if max_mde is None:
+        return None
+    if not max_mde > 0:
+        raise ValueError(f"max_mde must be > 0, got {max_mde}")
+    if t.tasks < 2:
+        return f"{t.tasks} task(s) give no per-task sd, so no mde ({t.tasks} tasks, sd n/a)"
+    if not t.se > 0:
+        return (f"every task's difference is {t.mean:+.4f}, so no mde ({t.tasks} tasks, "
+                f"sd 0)")
+    if t.tasks < sign_flip_min_tasks(t.level):
+        floor = 2.0 ** -t.tasks
+        return (f"the sign-flip p over {t.tasks} tasks is at least 2^-{t.tasks} = {floor:.3g},"
+                f" not below the level {t.level:.3g} ({t.tasks} tasks, mde {t.mde:.3g})")
+    if not t.mde <= max_mde:
+        return f"under-powered ({t.tasks} tasks, mde {t.mde:.3g} > max_mde {max_mde:g})"
+    return None
 
 
 def gate_passes_many(per_task: np.ndarray, *, min_effect: float, level: float,

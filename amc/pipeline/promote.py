@@ -8,11 +8,15 @@ history is measured on the same ground. With the paired differences d = challeng
 averaged within each task, the challenger is promoted when the one-sided sign-flip test over
 tasks of ``E[d] > promote.min_effect`` passes (:func:`amc.pipeline.gate_stats.gate_test`) at
 the decision's level -- ``promote.level``, spent over the frozen set's decisions with
-``promote.reuse = spend`` (the set's file counts them) -- and no guard vetoes it: tokens per task
+``promote.reuse = spend`` (the set's file counts tested decisions) -- and no guard vetoes it:
+tokens per task
 (``promote.max_token_increase``) and the value's calibration error on the evaluation's prior
 rollouts (``promote.max_calibration_increase``). With no champion yet the challenger is promoted.
 A champion that the drift monitor marked (tag ``drift.status = drift``) only needs to be
 matched: a better calibrated challenger not worse than ``promote.drift_margin`` replaces it.
+With ``promote.max_mde`` set, a gate without the power to detect that effect runs no test
+(:func:`amc.pipeline.gate_stats.untested_reason`): it keeps the champion and its reason says
+it "decided without a test", why, and how many tasks would do (``tested: false``).
 
 It never promotes a model whose evaluation failed or is incomplete, nor one whose evaluation is
 stale (the challenger or champion alias moved since the evaluation resolved them). The decision
@@ -32,14 +36,18 @@ from amc.pipeline.artifacts import load_plan, load_record, load_results, resolve
 from amc.pipeline.calibration import model_calibration, prior_states
 from amc.pipeline.frozen_set import check_frozen, count_decision, eval_set, frozen_decisions
 from amc.pipeline.gate_stats import (
+    GateTest,
     gate_test,
     guard_vetoes,
     reuse_level,
+    sign_flip_min_tasks,
     task_differences,
+    untested_reason,
 )
 from amc.pipeline.headline import promotion_headline
 from amc.pipeline.lineage import annotate_version
 from amc.pipeline.params import PipelineParams, stage_main
+from amc.pipeline.promote_params import PromoteParams
 from amc.pipeline.rounds import active_round, finish_round
 from amc.results import write_json_atomic
 from amc.smc.records import TaskResult
@@ -82,7 +90,8 @@ def decide(p: PipelineParams, eval_json: dict[str, Any], results: dict[str, list
         else g.level,
         "delta": None, "se": None, "p_value": None, "t_p_value": None, "exact": None,
         "lower_bound": None, "mde": None, "power": g.power, "target_mde": g.target_mde,
-        "tasks_needed": None, "n_tasks": 0,
+        "tasks_needed": None, "n_tasks": 0, "max_mde": g.max_mde, "tested": False,
+        "powered": None,
         "oracle_delta": None, "oracle_se": None, "n_pairs": 0,
         "challenger_mean": None, "champion_mean": None, "guards": guards or {}, "vetoes": [],
         "champion_drifted": champion_drifted,
@@ -149,15 +158,13 @@ def _test_and_guard(p: PipelineParams, d: dict[str, Any], results: dict[str, lis
     per_task = task_differences(diffs)
     level = float(d["decision_level"])
     t = gate_test(list(per_task.values()), min_effect=g.min_effect, level=level, power=g.power)
-    d.update(delta=t.mean, se=t.se, p_value=t.p_value, t_p_value=t.t_p_value, exact=t.exact,
-             lower_bound=t.lower_bound, mde=t.mde, n_pairs=len(diffs), n_tasks=t.tasks)
-    sd = t.se * math.sqrt(t.tasks) if t.tasks > 1 else math.nan
-    if g.target_mde is not None and sd > 0:
-        d["tasks_needed"] = tasks_for_power(g.target_mde, sd, level=level, power=g.power,
-                                            alternative="greater")
-    small = "" if d["tasks_needed"] is None or t.tasks >= d["tasks_needed"] else (
-        f"; the frozen set's {t.tasks} tasks are fewer than the {d['tasks_needed']} that "
-        f"detect {g.target_mde:g} with {g.power:.0%} power")
+    d.update(delta=t.mean, se=t.se, mde=t.mde, n_pairs=len(diffs), n_tasks=t.tasks)
+    small = _size_note(g, d, t)
+    if (why := untested_reason(t, max_mde=g.max_mde)) is not None:
+        return _untested(g, d, why, champ_now)
+    d.update(p_value=t.p_value, t_p_value=t.t_p_value, exact=t.exact,
+             lower_bound=t.lower_bound, tested=True,
+             powered=None if g.max_mde is None else True)
     where = (f"{t.tasks} tasks, {len(diffs)} pairs, decision {d['decision_number']} on this "
              f"set at level {level:.3g}, mde {t.mde:.3g}")
     if not t.passes:
@@ -173,6 +180,35 @@ def _test_and_guard(p: PipelineParams, d: dict[str, Any], results: dict[str, lis
     return {**d, "promote": True, "reason": (
         f"{g.metric} +{t.mean:.4f} > {g.min_effect:g} (sign-flip p={t.p_value:.3g}, t lower "
         f"bound {t.lower_bound:+.4f}; {where}){small}")}
+
+
+def _effect(g: PromoteParams) -> float | None:
+    """The per-task effect the frozen set is sized for: target_mde, else max_mde."""
+    return g.target_mde if g.target_mde is not None else g.max_mde
+
+
+def _size_note(g: PromoteParams, d: dict[str, Any], t: GateTest) -> str:
+    """Record the tasks that detect :func:`_effect` at the observed sd (``tasks_needed``);
+    the note a decision on fewer tasks carries (empty when enough or not computable)."""
+    effect, level = _effect(g), float(d["decision_level"])
+    sd = t.se * math.sqrt(t.tasks) if t.tasks > 1 else math.nan
+    if effect is not None and sd > 0:
+        d["tasks_needed"] = max(sign_flip_min_tasks(level), tasks_for_power(
+            effect, sd, level=level, power=g.power, alternative="greater"))
+    if d["tasks_needed"] is None or t.tasks >= d["tasks_needed"]:
+        return ""
+    return (f"; the frozen set's {t.tasks} tasks are fewer than the {d['tasks_needed']} that "
+            f"detect {effect:g} with {g.power:.0%} power")
+
+
+def _untested(g: PromoteParams, d: dict[str, Any], why: str, champ_now: str | None
+              ) -> dict[str, Any]:
+    """The decision of a gate that refused to test (no p-value: the level is not spent)."""
+    need = (f"{d['tasks_needed']} tasks would detect {_effect(g):g} with {g.power:.0%} power"
+            if d["tasks_needed"] is not None else "the tasks needed are unknown without a sd")
+    return {**d, "powered": False, "reason": (
+        f"decided without a test: {why}; {need} ({d['n_pairs']} pairs, mean change "
+        f"{d['delta']:+.4f}): keep v{champ_now}")}
 
 
 def measure_guards(p: PipelineParams, eval_json: dict[str, Any],
@@ -217,9 +253,10 @@ def current_aliases(p: PipelineParams, name: str | None) -> dict[str, str | None
 
 
 _ROWS = ("model", "challenger_version", "champion_version", "eval_status", "eval_set", "metric",
-         "n", "level", "decision_number", "decision_level", "min_effect", "challenger_mean",
-         "champion_mean", "delta", "se", "p_value", "t_p_value", "exact", "lower_bound", "mde",
-         "tasks_needed", "oracle_delta", "oracle_se", "n_tasks", "n_pairs")
+         "n", "level", "decision_number", "decision_level", "min_effect", "tested", "powered",
+         "challenger_mean", "champion_mean", "delta", "se", "p_value", "t_p_value", "exact",
+         "lower_bound", "mde", "max_mde", "tasks_needed", "oracle_delta", "oracle_se", "n_tasks",
+         "n_pairs")
 
 
 def markdown(d: dict[str, Any]) -> str:
@@ -270,7 +307,7 @@ def promote(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
     d = decide(p, eval_json, results, current, guards, refusal,
                champion_drifted=drifted(name, current.get("champion")),
                decisions_before=frozen_decisions(p.promote.frozen_set))
-    if d["p_value"] is not None:  # a tested decision spends the frozen set's level
+    if d["tested"]:  # a tested decision spends the frozen set's level
         count_decision(p.promote.frozen_set)
     d["eval_set"] = es and es["digest"]
     d["decided_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -299,7 +336,8 @@ def evidence_tags(d: dict[str, Any]) -> dict[str, str]:
             "promotion.reason": d["reason"][:500], "promotion.previous_champion":
             str(d["champion_version"]), "promotion.vetoes": "; ".join(d["vetoes"])[:500]}
     for k in ("metric", "n", "level", "decision_level", "min_effect", "champion_drifted",
-              "delta", "se", "p_value", "t_p_value", "lower_bound", "mde", "oracle_delta",
+              "tested", "powered", "max_mde", "delta", "se", "p_value", "t_p_value",
+              "lower_bound", "mde", "oracle_delta",
               "n_tasks", "n_pairs", "eval_set", "decided_at"):
         tags[f"promotion.{k}"] = str(d.get(k))
     mine = (d.get("guards") or {}).get("challenger") or {}
@@ -331,6 +369,7 @@ def _log_run(p: PipelineParams, d: dict[str, Any], round_: int | None = None) ->
                                                      "oracle_delta", "oracle_se")
                             if isinstance(d.get(k), (int, float)) and math.isfinite(d[k])})
         mlflow.log_metric("promoted", float(d["promote"]))
+        mlflow.log_metric("tested", float(bool(d.get("tested"))))
         mlflow.log_dict(d, "promotion.json")
         mlflow.log_text(markdown(d), "promotion.md")
 

@@ -48,7 +48,7 @@ def power_calculation(per_task: Sequence[float], *, effect: float, level: float 
     sd_hi = sd * math.sqrt((d.size - 1) / float(chi2.ppf(1 - power, d.size - 1)))
     rng = np.random.default_rng(seed)
     draws = rng.choice(d - d.mean(), size=(sims, n_plan)) + effect
-    m, s = draws.mean(axis=1), draws.std(axis=1, ddof=1) / math.sqrt(n_plan)
+    m, s = stats.row_mean_se(draws)
     tq = stats.t_quantile(1 - level / 2, n_plan - 1)
     t_rej = np.abs(m) > tq * np.where(s > 0, s, np.inf)
     signs = np.random.default_rng(seed + 1).choice([-1.0, 1.0], size=(n_flips, n_plan))

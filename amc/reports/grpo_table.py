@@ -3,9 +3,10 @@
 Inputs are two ``amc run`` summaries over the *same* environment, split, tasks and seeds -- one
 with the frozen prior (ReAct, Best-of-N, AMC), one with the GRPO policy (the ``hf`` prior with
 ``adapter`` set: ReAct, Best-of-N) -- and ``amc grpo``'s ``metrics.json`` (training costs).
-Every row shows success and reward with standard errors, the inference tokens per task, and the
-training compute its policy needed (none for the frozen one). Summaries of different task sets
-are refused: a comparison over other tasks would not be one.
+Every row shows success and reward with standard errors (the mean alone when there is none: one
+task), the inference tokens per task, and the training compute its policy needed (none for the
+frozen one). Summaries of different task sets are refused: a comparison over other tasks would
+not be one.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from amc.reports.table import plus_minus
 
 SAME = ("env", "split", "max_tasks", "task_ids", "seeds")
 """Config keys that must agree between the two runs."""
@@ -43,8 +46,8 @@ def grpo_table(frozen: Mapping[str, Any], policy: Mapping[str, Any],
             name = row["method"]
             n = name.split("+")[0].partition("@")[2] or "1"
             cells = [label, f"`{name}`", n, str(row.get("runs", row.get("tasks", ""))),
-                     f"{row['success']:.3f} ± {row.get('success_se', 0.0):.3f}",
-                     f"{row['oracle_best']:.3f} ± {row.get('oracle_best_se', 0.0):.3f}",
+                     plus_minus(row["success"], row.get("success_se")),
+                     plus_minus(row["oracle_best"], row.get("oracle_best_se")),
                      f"{row['tokens_per_task']:.0f}",
                      *(_training(train) if train is not None else ["0", "0", "0", "0"])]
             out.append("| " + " | ".join(cells) + " |")

@@ -61,7 +61,9 @@ def describe_config(cfg: Mapping[str, Any] | None) -> list[str]:
     ev = cfg.get("evaluate")
     if ev:
         zs = (ev.get("zero_shot_value") or {}).get("name")
-        lines.append(f"split `{ev.get('split')}`, first {ev.get('max_tasks') or 'all'} tasks, "
+        which = (f"the tasks listed in `{ev['tasks_file']}`" if ev.get("tasks_file") else
+                 f"split `{ev.get('split')}`, first {ev.get('max_tasks') or 'all'} tasks")
+        lines.append(f"{which}, "
                      f"seeds {ev.get('seeds')}, N ∈ {ev.get('n_grid')}; plain smc value "
                      f"`{zs}` at N ∈ {ev.get('smc_n_grid') or ev.get('n_grid')}")
     else:

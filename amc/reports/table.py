@@ -9,7 +9,7 @@ from typing import Any
 from amc.runner import LABELS, METRICS
 
 
-def _pm(mean: float | None, se: float | None) -> str:
+def plus_minus(mean: float | None, se: float | None) -> str:
     """``mean ± s.e.``; ``n/a`` when not measured; the mean alone when there is no s.e."""
     if mean is None or math.isnan(mean):
         return "n/a"
@@ -20,7 +20,7 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """A plain-text table of :func:`summarise` rows."""
     head = ["method", "tasks", "failed", *LABELS, "tokens/task", "$/task"]
     body = [[r["method"], str(r["tasks"]), str(r.get("failed", 0)),
-             *(_pm(r.get(k), r.get(k + "_se")) for k in METRICS),
+             *(plus_minus(r.get(k), r.get(k + "_se")) for k in METRICS),
              f"{r['tokens_per_task']:.0f}", f"{r['cost_per_task']:.4f}"] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)

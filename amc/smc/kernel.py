@@ -20,7 +20,9 @@ Environment I/O goes through :func:`run_io` (a worker thread for ``io_bound`` en
 On an error nothing leaks and nothing runs on a closed environment: sibling calls are
 cancelled and awaited before the error propagates (a call already in a thread runs to its
 end), a failed fork closes the forks that succeeded, and :func:`close_all` closes each
-environment once.
+environment once. :meth:`Kernel.step` owns the population's environments: it closes the ones
+resampling drops, and all of them when it fails, so its caller only ever closes a population
+the step returned.
 """
 
 from __future__ import annotations
@@ -245,10 +247,32 @@ class Kernel:
 
         return await gather_settled(advance(i) for i in pop.live)
 
-    async def step(self, pop: Population, t: int
-                   ) -> tuple[Population, StepInfo, list[Environment]]:
-        """Step t (1-based): the new population, its diagnostics and the environments that
-        resampling dropped (the caller closes them)."""
+    async def step(self, pop: Population, t: int) -> tuple[Population, StepInfo]:
+        """Step t (1-based): the new population and its diagnostics.
+
+        The step owns ``pop``'s environments. On return the new population holds every open
+        one (those resampling dropped are closed here); on an error every environment the step
+        was given or made is closed, each once, before the error propagates (``pop`` is not
+        to be used again).
+        """
+        try:
+            new, info, dropped = await self._advance(pop, t)
+        except BaseException:
+            with suppress(Exception):  # a closing error must not hide the cause
+                await close_all(pop.envs)
+            raise
+        try:
+            await close_all(dropped)
+        except BaseException:
+            with suppress(Exception):
+                await close_all(new.envs)
+            raise
+        return new, info
+
+    async def _advance(self, pop: Population, t: int
+                       ) -> tuple[Population, StepInfo, list[Environment]]:
+        """Propagate, reweight, resample: the new population, its diagnostics and the
+        environments resampling dropped (still open)."""
         n, beta, log_z_prev = pop.n, self.smc.beta, pop.log_w.log_mean()
         pop = absorb(pop, await self.propagate(pop, t), t, beta)
         values: list[float | None] = [None] * n

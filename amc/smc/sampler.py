@@ -90,13 +90,12 @@ async def run_task(
     )
     pop = await start_population(suite, task_id, smc.n_particles, smc.max_steps)
     infos: list[StepInfo] = []
-    try:
-        for t in range(1, smc.max_steps + 1):
-            if not pop.live:
-                break
-            pop, info, dropped = await kernel.step(pop, t)
-            infos.append(info)
-            await close_all(dropped)  # not in pop any more: the handler below won't see them
+    for t in range(1, smc.max_steps + 1):
+        if not pop.live:
+            break
+        pop, info = await kernel.step(pop, t)  # on an error it has closed every environment
+        infos.append(info)
+    try:  # the population the last step returned: its environments are open
         log_z_prev = pop.log_w.log_mean()
         pop = horizon(await force_final_actions(pop, smc.beta), smc.beta)
     except BaseException:

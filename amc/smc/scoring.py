@@ -131,13 +131,3 @@ def upgrade_metric_keys(d: dict[str, object]) -> dict[str, object]:
                 value = out.pop(old + suffix)
                 out.setdefault(new + suffix, value)
     return out
-
-
-def mean_and_se(xs: Sequence[float]) -> tuple[float, float]:
-    """Mean and standard error of the mean (s.e. 0 for fewer than two values)."""
-    a = np.asarray(xs, dtype=np.float64)
-    if a.size == 0:
-        return math.nan, math.nan
-    if a.size == 1:
-        return float(a[0]), 0.0
-    return float(a.mean()), float(a.std(ddof=1) / math.sqrt(a.size))

@@ -1,7 +1,8 @@
-"""Plots of the evidence document: gain vs one factor per value kind; value quality vs size.
+"""Plots of the evidence document: gain vs one factor per value kind, gain vs sharpening.
 
 PNG files without a timestamp in their metadata (regenerating them changes nothing when the
-results did not change). Matplotlib with the Agg backend; no display needed.
+results did not change; :mod:`amc.plots`). The value-quality curve is the value package's
+own plot (:func:`amc.value.scale.plot_quality`).
 """
 
 from __future__ import annotations
@@ -9,23 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from amc.plots import pyplot, save_png
 from amc.sweeps.select import VALUE_LABEL, VALUES, compare, factor_value, sharpen
-
-PNG_META = {"Software": None}
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def plot_factor(recs: list[dict[str, Any]], factor: str, out: Path) -> Path:
     """AMC - Best-of-N (oracle best-of-pool, 95% interval) against one factor, per value."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     labels = sorted({str(factor_value(r["cell"], factor)) for r in recs},
                     key=lambda s: s.zfill(8))
@@ -43,13 +34,13 @@ def plot_factor(recs: list[dict[str, Any]], factor: str, out: Path) -> Path:
     ax.set_xticks(range(len(labels)), labels)
     ax.set_xlabel(factor)
     ax.set_ylabel("AMC − Best-of-N (oracle)")
-    return _save(plt, fig, ax, out)
+    return _save(fig, ax, out)
 
 
 def plot_sharpen(recs: list[dict[str, Any]], out: Path) -> Path:
     """AMC - Best-of-N (oracle, 95% interval) against the learned value's exponent k, one line
     per (split, N, beta); log-2 x axis (k = 1, 2, 4, ...)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     groups = sorted({(r["cell"]["split"], r["cell"]["n"], r["cell"]["beta"]) for r in recs})
     for j, (split, n, beta) in enumerate(groups):
@@ -65,27 +56,10 @@ def plot_sharpen(recs: list[dict[str, Any]], out: Path) -> Path:
     ax.set_xscale("log", base=2)
     ax.set_xlabel("exponent k of the learned value (p → p^k)")
     ax.set_ylabel("AMC − Best-of-N (oracle)")
-    return _save(plt, fig, ax, out)
+    return _save(fig, ax, out)
 
 
-def plot_quality(curve: list[dict[str, Any]], out: Path) -> Path:
-    """Held-out Pearson, AUC of success and ECE of the learned value vs training states."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    n = [r["train_states"] for r in curve]
-    for key in ("pearson", "auc", "ece"):
-        ax.plot(n, [r[key] for r in curve], marker="o", label=key)
-    ax.set_xscale("log")
-    ax.set_xlabel("training states")
-    ax.set_ylabel("held-out metric")
-    return _save(plt, fig, ax, out)
-
-
-def _save(plt: Any, fig: Any, ax: Any, out: Path) -> Path:
-    """Legend, tight layout and a reproducible PNG (fixed metadata) at ``out``."""
+def _save(fig: Any, ax: Any, out: Path) -> Path:
+    """Legend, then a reproducible PNG at ``out`` (:func:`amc.plots.save_png`)."""
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110, metadata=PNG_META)
-    plt.close(fig)
-    return out
+    return save_png(fig, out)

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from amc.sweeps.plots import plot_factor, plot_quality, plot_sharpen
+from amc.sweeps.plots import plot_factor, plot_sharpen
 from amc.sweeps.select import (
     BASE,
     GOAL,
@@ -25,6 +25,7 @@ from amc.sweeps.select import (
     sharpen,
 )
 from amc.sweeps.stats import Paired
+from amc.value.scale import plot_quality
 
 HEADER = ("| {f} | value | pairs (tasks) | Best-of-N | AMC | "
           "AMC − BoN, oracle [95% CI], exact p | max-weight selection | deployable selection | "

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from amc.plots import pyplot, save_png
 from amc.value.metrics import auc_within_by_step, finite, state_groups
 
 if TYPE_CHECKING:
-    from amc.value.train import TrainConfig
+    from amc.value.train_run import TrainConfig
 
 REPORTED = ("pearson", "auc", "auc_within", "ece", "brier", "mse")
 
@@ -54,8 +55,8 @@ def quality_vs_size(dataset_dir: str | Path, sizes: list[int], cfg: TrainConfig,
     """
     from amc.value.data import load_dataset_dir
     from amc.value.model import load_tokenizer_for
-    from amc.value.train import check_budget
     from amc.value.train_head import SplitFeatures, embed_splits, frozen_model
+    from amc.value.train_run import check_budget
 
     dsd, render, card = load_dataset_dir(dataset_dir)
     check_budget(render, cfg.model.max_length)
@@ -94,7 +95,8 @@ def quality_vs_size(dataset_dir: str | Path, sizes: list[int], cfg: TrainConfig,
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "quality_vs_size.json").write_text(json.dumps(report, indent=2))
-    plot_quality(rows, out / "quality_vs_size.png", held_name)
+    plot_quality(rows, out / "quality_vs_size.png",
+                 f"Value quality vs dataset size (head mode, held-out {held_name} tasks)")
     if parent is not None:
         import mlflow
 
@@ -148,26 +150,19 @@ def _one_size(model: Any, sub: Any, feats: dict[str, Any], held_name: str, cfg: 
     return row
 
 
-def plot_quality(rows: list[dict[str, Any]], out: str | Path, held_name: str) -> Path:
-    """Pearson, AUC of success and ECE against training states (log x axis), one PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def plot_quality(rows: list[dict[str, Any]], out: str | Path, title: str | None = None) -> Path:
+    """Held-out Pearson, AUC of success and ECE against training states (log x axis), one
+    reproducible PNG (:mod:`amc.plots`): the rows of :func:`quality_vs_size` or the evidence
+    sweep's value-quality curve."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
     n = [r["train_states"] for r in rows]
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
-    for ax, key, label in zip(axes, ("pearson", "auc", "ece"),
-                              ("Pearson (return-to-go)", "AUC of success", "ECE (lower = better)"),
-                              strict=True):
-        ax.plot(n, [r[key] for r in rows], "o-")
-        ax.set_xscale("log")
-        ax.set_xlabel("training states")
-        ax.set_title(label)
-        ax.grid(alpha=0.3)
-    fig.suptitle(f"Value quality vs dataset size (head mode, held-out {held_name} tasks)")
-    fig.tight_layout()
-    out = Path(out)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    for key in ("pearson", "auc", "ece"):
+        ax.plot(n, [r[key] for r in rows], marker="o", label=key)
+    ax.set_xscale("log")
+    ax.set_xlabel("training states")
+    ax.set_ylabel("held-out metric")
+    if title is not None:
+        ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    return save_png(fig, out)

@@ -25,10 +25,19 @@ import torch
 
 from amc.value.features import EmbedStats, FeatureCache, embed_texts, encoder_identity
 from amc.value.metrics import finite, state_groups, value_metrics
+from amc.value.train_run import (
+    FinalEval,
+    TrainConfig,
+    TrainResult,
+    check_budget,
+    columns,
+    finish_run,
+    output_dir,
+    start_run,
+)
 
 if TYPE_CHECKING:
     from amc.value.model import ValueModel
-    from amc.value.train import TrainConfig, TrainResult
 
 
 @dataclass
@@ -190,7 +199,6 @@ def train_head(dataset_dir: str | Path, cfg: TrainConfig,
     """Head-mode counterpart of :func:`amc.value.train.train` (same result and artefact)."""
     from amc.value.data import load_dataset_dir
     from amc.value.model import load_tokenizer_for
-    from amc.value.train import FinalEval, check_budget, columns, finish_run, output_dir, start_run
 
     dsd, render, card = load_dataset_dir(dataset_dir)
     splits = {"train": columns(dsd["train"], cfg.max_train_rows),

@@ -38,7 +38,7 @@ def test_no_champion_promotes_the_challenger(workdir: Path) -> None:
     on_disk = json.loads(Path("data/promotion/decision.json").read_text())
     assert on_disk["promote"] is True and on_disk["champion_after"] == v
     metrics = json.loads(Path("metrics/promotion.json").read_text())
-    assert metrics == {"promoted": 1, "pairs": 0}  # a few numbers: readable in dvc metrics show
+    assert metrics == {"promoted": 1, "tested": 0}  # a few numbers: readable in dvc metrics show
 
 
 def test_better_challenger_is_promoted_worse_is_kept(workdir: Path) -> None:
@@ -53,6 +53,7 @@ def test_better_challenger_is_promoted_worse_is_kept(workdir: Path) -> None:
     assert d["promote"], d["reason"]
     assert d["delta"] > d["se"] and d["n_pairs"] == 20 and d["oracle_delta"] is not None
     assert d["p_value"] < 0.05 and d["lower_bound"] > 0
+    assert d["tested"] and d["powered"] is None  # no promote.max_mde: tested, power unchecked
     assert aliases()["champion"] == good
     # the calibration guard measured both models on the same prior states: the adversarial
     # value (-1 x the soft value) is the worse calibrated

@@ -76,3 +76,13 @@ def test_section_says_which_value_the_frozen_smc_used(tmp_path: Path, value: dic
     text = write_results_doc(None, tmp_path, tmp_path / "r.md", grpo=(f, p, m)).read_text()
     assert f"- {said}" in text
     assert "AMC (learned" not in text if value["name"] == "none" else "not AMC" not in text
+
+
+def test_a_single_task_shows_the_mean_without_a_standard_error(tmp_path: Path) -> None:
+    """One task has no s.e. (:func:`amc.stats.mean_se` gives NaN): no "± nan" in the table."""
+    f, p, m = (json.loads(x.read_text()) for x in _summaries(tmp_path))
+    for row in p["methods"]:
+        row["success_se"] = row["oracle_best_se"] = float("nan")
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in
+            grpo_table(f, p, m["costs"])[2:]]
+    assert rows[3][4:6] == ["0.600", "0.600"] and rows[0][4] == "0.200 ± 0.100"

@@ -18,10 +18,11 @@ BETA, TASK = 0.5, "18"  # as in conftest.py
 class Ledger:
     """What happened to every environment of a run (thread-safe: io-bound envs use threads)."""
 
-    def __init__(self, fail_fork_at=None, fail_step_of=None, slow_s=0.0):
+    def __init__(self, fail_fork_at=None, fail_step_of=None, slow_s=0.0, fail_close_at=None):
         self.lock = threading.Lock()
-        self.envs, self.forks, self.problems = [], 0, []
+        self.envs, self.forks, self.closes, self.problems = [], 0, 0, []
         self.fail_fork_at, self.fail_step_of, self.slow_s = fail_fork_at, fail_step_of, slow_s
+        self.fail_close_at = fail_close_at  # the k-th close call of the run raises
 
 
 class FaultySuite:
@@ -86,6 +87,11 @@ class FaultyEnv:
         if self.active:
             self._note("closed while a step was running")
         self.closes += 1
+        with self.ledger.lock:
+            self.ledger.closes += 1
+            k = self.ledger.closes
+        if k == self.ledger.fail_close_at:
+            raise RuntimeError(f"close {k} failed")
 
 
 def _run(synth, ledger, **kw):
@@ -130,6 +136,41 @@ def test_a_failed_step_lets_running_siblings_finish_before_closing(synth, who):
     ledger = Ledger(fail_step_of=who, slow_s=0.05)
     with pytest.raises(RuntimeError, match="simulator crashed"):
         _run(synth, ledger)
+    _assert_clean(ledger)
+
+
+def test_a_failed_close_of_a_dropped_environment_closes_the_rest_once(synth):
+    """Resampling at step 1 drops environments; the first close is one of them. The error
+    stops the run before step 2's forks, and every environment -- the new population's and
+    the other dropped ones -- is still closed exactly once."""
+    clean = Ledger()
+    _run(synth, clean)
+    ledger = Ledger(fail_close_at=1)
+    with pytest.raises(RuntimeError, match="close 1 failed"):
+        _run(synth, ledger)
+    assert 7 < ledger.forks < clean.forks  # it failed mid-run, in a step
+    _assert_clean(ledger)
+
+
+def test_a_failed_value_call_closes_every_environment_once(synth):
+    class Broken:
+        """The exact value, until its second call (step 2: after resampling forked)."""
+
+        calls = 0
+
+        async def score(self, histories):
+            Broken.calls += 1
+            if Broken.calls == 2:
+                raise RuntimeError("value server down")
+            return await synth["exact"].score(histories)
+
+    ledger = Ledger()
+    smc = SMCConfig(n_particles=8, max_steps=3, beta=BETA, resample="fixed",
+                    resample_steps=(1, 2), resample_terminated=True)
+    with pytest.raises(RuntimeError, match="value server down"):
+        asyncio.run(run_task(suite=FaultySuite(synth["suite"], ledger), prior=synth["prior"],
+                             value=Broken(), task_id=TASK, smc=smc, seed=0))
+    assert ledger.forks > 7
     _assert_clean(ledger)
 
 

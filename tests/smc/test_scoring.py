@@ -1,4 +1,4 @@
-"""The task metrics over hand-built pools, the reward-free selection state, and mean +- s.e."""
+"""The task metrics over hand-built pools, the reward-free selection state."""
 
 import math
 
@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from amc.smc.scoring import (
-    mean_and_se,
     select_by_value,
     select_max_weight,
     selection_history,
@@ -52,15 +51,6 @@ def test_an_empty_population_scores_nan_not_a_number_made_up():
     assert m["success"] == m["success_max_weight"] == 0.0
     with pytest.raises(ValueError, match="differ in length"):
         task_metrics([1.0], [0.0, 0.0], [1.0], 1.0)
-
-
-def test_mean_and_se_on_known_inputs():
-    mean, se = mean_and_se([1.0, 2.0, 3.0, 6.0])
-    assert mean == 3.0
-    # sample sd = sqrt(((-2)^2 + (-1)^2 + 0 + 3^2) / 3) = sqrt(14 / 3); se = sd / sqrt(4)
-    assert se == pytest.approx(math.sqrt(14 / 3) / 2)
-    assert mean_and_se([5.0]) == (5.0, 0.0)
-    assert all(math.isnan(x) for x in mean_and_se([]))
 
 
 def test_deployable_takes_the_pool_trajectory_the_value_ranks_highest_not_the_best_reward():
