@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("collect", "dataset", "train", "evaluate", "promote", "report")
 DVC_FILES = ("dvc.yaml", "grpo/dvc.yaml", "sweeps/dvc.yaml")
 PLUMBING = ("amc/config.py", "amc/registry.py", "amc/results.py", "amc/types.py",
-            "amc/tracking.py", "amc/pipeline/params.py", "amc/pipeline/lineage.py",
+            "amc/tracking.py", "amc/pipeline/params.py", "amc/pipeline/promote_params.py",
+            "amc/pipeline/lineage.py",
             "amc/errors.py", "amc/protocols.py", "amc/progress.py", "amc/retry.py",
             "amc/ports.py")
 """Shared plumbing that does not change results: no stage lists it (dvc.yaml's header says so)."""
