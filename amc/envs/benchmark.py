@@ -12,10 +12,14 @@ generic one (:data:`amc.envs.generic.GENERIC`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 from typing import Any
 
+from amc.envs.agentgym.protocol import AgentGymProtocol
 from amc.protocols import EnvSuite
 from amc.types import History
 
@@ -92,7 +96,28 @@ class Benchmark:
     planner: Callable[[], PlannerHooks] | None = None
     """The ``planner-mix`` prior's hooks, loaded on demand (None: the benchmark has none)."""
     paper_split: Callable[[str], list[int]] | None = None
-    """The paper's ``"train"``/``"test"`` task ids (None: no packaged split)."""
+    """The paper's ``"train"``/``"test"`` task ids (None: no packaged split), e.g.
+    :func:`packaged_split` of the folder's ``paper_splits.json``."""
     task_identity: tuple[str, ...] = ()
     """The environment options that decide which goal a task id names (a declared test set
     applies to a run whose values of these options equal the declaration's)."""
+    agentgym: AgentGymProtocol | None = None
+    """The payload dialect of the benchmark's AgentGym server (the client's ``protocol``
+    option names the benchmark; None: no AgentGym server speaks for it)."""
+
+
+@cache
+def _split_file(package: str) -> dict[str, tuple[int, ...]]:
+    doc = json.loads(resources.files(package).joinpath("paper_splits.json").read_text())
+    return {k: tuple(int(i) for i in v) for k, v in doc.items() if k in ("train", "test")}
+
+
+def packaged_split(package: str, split: str) -> list[int]:
+    """The paper's ``split`` from ``paper_splits.json`` in ``package`` (a benchmark folder):
+    ``{"source": ..., "test": [...], "train": [...]}``, integer task ids, shipped with amc so a
+    fresh clone runs the paper's tasks offline."""
+    table = _split_file(package)
+    if split not in table:
+        bench = package.rpartition(".")[2]
+        raise ValueError(f"{bench} paper splits are 'train' and 'test', not {split!r}")
+    return list(table[split])

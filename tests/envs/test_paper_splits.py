@@ -10,9 +10,10 @@ import httpx
 import pytest
 
 from amc.envs.agentgym.client import AgentGymOptions, AgentGymSuite
-from amc.envs.paper_splits import paper_split
+from amc.envs.benchmarks import get_benchmark, paper_split
 from amc.envs.sciworld.env import SciWorldOptions, SciWorldSuite
-from amc.envs.textcraft.tasks import read_ids
+from amc.envs.textcraft.env import load_book
+from amc.envs.textcraft.tasks import DEPTHS_FILE, TaskSet
 from amc.envs.webshop.env import TEST_IDS, TRAIN_IDS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +24,8 @@ def test_packaged_ids_equal_the_papers_files(shared_data: Path) -> None:
     for split in ("train", "test"):
         assert paper_split("sciworld", split) == json.loads(
             (d / f"sciworld_{split}_idx.json").read_text())
-        assert paper_split("textcraft", split) == read_ids(d / f"textcraft_{split}_ids.csv")
+        assert paper_split("textcraft", split) == [
+            int(line) for line in (d / f"textcraft_{split}_ids.csv").read_text().split()]
         assert paper_split("webshop", split) == json.loads(
             (d / f"webshop_{split}_idx.json").read_text())
     assert list(TEST_IDS) == paper_split("webshop", "test")
@@ -40,6 +42,27 @@ def test_packaged_splits_are_well_formed_and_bad_names_fail() -> None:
         paper_split("sciworld", "valid")
     with pytest.raises(ValueError, match="no packaged paper split for 'alfworld'"):
         paper_split("alfworld", "test")
+
+
+def test_each_benchmark_record_is_the_one_source_of_its_paper_split() -> None:
+    for bench in ("sciworld", "textcraft", "webshop"):
+        record = get_benchmark(bench)
+        assert record.paper_split is not None
+        assert paper_split(bench, "test") == record.paper_split("test")
+    # the environments' own splits are the records' (no second copy of the ids)
+    assert list(TEST_IDS) == get_benchmark("webshop").paper_split("test")
+
+
+def test_textcraft_paper_split_takes_its_ids_from_the_packaged_split(tmp_path: Path) -> None:
+    """Only the goal list (the depth file) comes from splits_dir: no id files are read."""
+    book = load_book("minecraft-data")
+    rows = book.goal_items()
+    (tmp_path / DEPTHS_FILE).write_text("".join(f"{g}\t{d}\n" for g, d in rows))
+    tasks = TaskSet(book, split="paper", splits_dir=tmp_path, min_depth=2, max_depth=3)
+    for split in ("train", "test"):
+        want = [str(i) for i in paper_split("textcraft", split)
+                if 2 <= rows[i % len(rows)][1] <= 3]
+        assert tasks.task_ids(split) == want and len(want) > 10
 
 
 def test_sciworld_defaults_to_the_packaged_split_without_any_data(monkeypatch) -> None:

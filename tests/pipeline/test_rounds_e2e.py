@@ -4,13 +4,15 @@ A temp git + DVC project holds the pipeline with ``rounds.enabled``, TextCraft (
 crafting depth <= 2) and the planner-mix prior (q = 0.5: no LLM), a 1-layer MiniLM value head.
 ``python -m amc.pipeline.round`` runs twice; each run is one round: fresh rollouts, a new
 dataset version (``dvc commit``), a new model version, a gate decision, and the lineage that
-ties them together (ledger, ``dvc.lock``, MLflow inputs/tags/descriptions).
+ties them together (ledger, ``dvc.lock``, MLflow inputs/tags/descriptions); each run prints a
+line per stage and one for the round.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,7 +55,8 @@ def lock_hash(root: Path, path: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def two_rounds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+def two_rounds(tmp_path_factory: pytest.TempPathFactory
+               ) -> tuple[Path, list[str], list[str]]:
     root = tmp_path_factory.mktemp("rounds-project")
     shutil.copytree(ROOT / "amc", root / "amc", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
@@ -64,16 +67,16 @@ def two_rounds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str
                 ["dvc", "config", "core.analytics", "false"], ["git", "add", "-A"],
                 ["git", "commit", "-qm", "toy rounds"]):
         run(root, *cmd)
-    hashes = []
+    hashes, outs = [], []
     for _ in range(2):
-        run(root, sys.executable, "-m", "amc.pipeline.round")
+        outs.append(run(root, sys.executable, "-m", "amc.pipeline.round"))
         hashes.append(lock_hash(root, "data/dataset"))
-    return root, hashes
+    return root, hashes, outs
 
 
-def test_two_rounds_give_two_dataset_versions_in_dvc(two_rounds: tuple[Path, list[str]]
-                                                     ) -> None:
-    root, hashes = two_rounds
+def test_two_rounds_give_two_dataset_versions_in_dvc(
+        two_rounds: tuple[Path, list[str], list[str]]) -> None:
+    root, hashes, _ = two_rounds
     assert hashes[0] != hashes[1]
     for h in hashes:  # both versions are in the DVC cache: `dvc checkout` can restore either
         assert (root / ".dvc/cache/files/md5" / h[:2] / h[2:]).is_file(), h
@@ -91,10 +94,10 @@ def test_two_rounds_give_two_dataset_versions_in_dvc(two_rounds: tuple[Path, lis
 
 
 def test_two_model_versions_with_a_gate_decision_and_lineage(
-        two_rounds: tuple[Path, list[str]]) -> None:
+        two_rounds: tuple[Path, list[str], list[str]]) -> None:
     import mlflow
 
-    root, hashes = two_rounds
+    root, hashes, _ = two_rounds
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{root}/mlruns/mlflow.db")
     versions = sorted(client.search_model_versions(f"name = '{MODEL}'"),
                       key=lambda v: int(v.version))
@@ -125,3 +128,16 @@ def test_two_model_versions_with_a_gate_decision_and_lineage(
     (col,) = client.search_runs([exps["amc-collect"]], "tags.`amc.round` = '1'")
     first = (root / "data/trajectories/round-0001/bon@4__seed1000.jsonl").stat()
     assert col.info.start_time / 1000 <= first.st_mtime <= col.info.end_time / 1000
+
+
+def test_each_round_prints_a_line_per_stage_and_its_decision(
+        two_rounds: tuple[Path, list[str], list[str]]) -> None:
+    _, _, outs = two_rounds
+    for r, out in enumerate(outs):
+        lines = [ln for ln in out.splitlines() if ln.startswith(f"round {r}")]
+        stages = [ln.split(" · ", 1)[1].split(":", 1)[0] for ln in lines[:-1]]
+        assert stages == ["collect", "dataset", "train", "evaluate", "promote", "report"], out
+        assert f" from rounds {[0, 1][:r + 1]}, content " in lines[1]
+        assert lines[2].startswith(f"round {r} · train: {MODEL} version {r + 1} (")
+        assert re.fullmatch(rf"round {r} closed: (promoted|kept) {MODEL} v{r + 1} "
+                            rf"\(seeds \[{1000 * r}\]\)", lines[-1]), lines[-1]

@@ -1,24 +1,15 @@
 """An :class:`~amc.protocols.Environment` backed by an AgentGym HTTP environment server.
 
-Speaks three AgentGym protocols (``protocol`` option), see ``amc-method.md`` §6:
-
-- ``textcraft``: ``POST /create {}`` -> ``{"id"}``; ``/reset {"id", "data_idx"}``;
-  ``/step {"id", "action"}`` -> ``{"observation", "reward", "done"}``; ``/close {"id"}``. Also
-  what ``amc serve-env`` speaks, for any registered environment.
-- ``sciworld``: like textcraft, but the first observation is ``task_description + "\\n" +
-  observation`` and ``/step`` returns a cumulative ``score`` in 0..100; the reward here is its
-  increment / 100.
-- ``webshop``: ``POST /create`` -> int; ``/reset {"env_idx", "session_id"}`` -> ``[obs, null]``;
-  ``/step {"env_idx", "action"}`` -> ``{"state", "reward", "done"}``. The upstream WebShop
-  server has no ``/close``; a 404 there is accepted (its environments cannot be released).
-  The action is sent bare and stripped (``click[Buy Now]``): the server applies WebShop's own
-  ``name[arg]`` pattern. ``/available_actions?env_idx=`` gives ``valid_actions()``.
-
-**Forced last action.** :meth:`AgentGymEnv.final_action` is what the driver steps after the
-agent's last step (the paper's WebShop buy, ``amc-method.md`` §2.4): with protocol ``webshop``
-it is ``"click[Buy Now]"`` while the episode runs (``forced_buy``); otherwise the client asks
-the server's ``GET /final_action?id=`` (``amc serve-env``: the served environment's own
-``final_action()``, e.g. in-process WebShop's buy), and a server without it means none.
+Speaks the AgentGym dialect of the benchmark the ``protocol`` option names: its
+:class:`~amc.envs.agentgym.protocol.AgentGymProtocol` record, the ``agentgym`` field of the
+benchmark's :class:`~amc.envs.benchmark.Benchmark` record, kept in the benchmark's folder and
+looked up in :mod:`amc.envs.benchmarks` (``textcraft``, ``sciworld`` and ``webshop`` are built
+in; ``textcraft``'s plain dialect is what ``amc serve-env`` speaks for any environment). The
+record says which key names the server env, the reset and step payloads, whether ``/close``
+may be missing, where valid actions come from and which action, if any, is forced after the
+agent's last step (:meth:`AgentGymEnv.final_action`, e.g. WebShop's buy, ``amc-method.md``
+§2.4; the client asks ``GET /final_action?id=`` only when the dialect says so). Adding a
+dialect is a record in the benchmark's folder; this module never names a benchmark.
 
 Requests retry on 503 and on connection failures (:mod:`~amc.envs.agentgym.transport`, the
 one retry loop, with jitter); a read timeout on ``/step`` is never retried, because the server
@@ -33,9 +24,8 @@ flag against the recorded ones. A mismatch closes the new env and raises
 clones shared one server env; see ``amc-method.md`` §2.5). ``/fork`` is probed exactly once per
 suite, under a lock that concurrent first forks wait on.
 
-**Valid actions.** The server's ``/valid_actions``; without it (the reference TextCraft server)
-protocol ``textcraft`` derives them from the listed commands and the recorded steps
-(:func:`amc.envs.textcraft.actions.observed_menu`), other protocols give None.
+**Valid actions.** The dialect's own (``valid_actions``), else the server's ``/valid_actions``;
+without it (an upstream server) the dialect's ``derive_menu``, else None.
 """
 
 from __future__ import annotations
@@ -51,18 +41,13 @@ import httpx
 
 from amc.envs.agentgym.options import AgentGymError, AgentGymOptions, ReplayDivergence
 from amc.envs.agentgym.transport import Jitter, send
-from amc.envs.paper_splits import paper_split
-from amc.envs.textcraft.actions import observed_menu
-from amc.envs.textcraft.env import load_book
+from amc.envs.benchmarks import agentgym_protocol, paper_split
 from amc.protocols import ForcesFinalAction
 from amc.registry import ENVIRONMENTS
 from amc.retry import RetryPolicy
 from amc.types import EnvStep
 
 log = logging.getLogger(__name__)
-
-WEBSHOP_FORCED_BUY = "click[Buy Now]"
-"""The forced last action of the reference WebShop client (``smc.py``/``webshop.py``)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +65,7 @@ class AgentGymSuite:
 
     def __init__(self, options: AgentGymOptions) -> None:
         self.options = options
+        self.dialect = agentgym_protocol(options.protocol)
         self.http = httpx.Client(
             base_url=options.base_url.rstrip("/"),
             timeout=httpx.Timeout(options.timeout_s, connect=options.connect_timeout_s),
@@ -145,10 +131,10 @@ class AgentGymSuite:
         )
 
     def close_server_env(self, env_id: int) -> None:
-        key = "env_idx" if self.options.protocol == "webshop" else "id"
-        resp = self.request("POST", "/close", json_body={key: env_id})
-        if resp.status_code == 404 and self.options.protocol == "webshop":
-            log.debug("webshop server has no /close; env %s stays on the server", env_id)
+        resp = self.request("POST", "/close", json_body={self.dialect.id_key: env_id})
+        if resp.status_code == 404 and self.dialect.close_may_be_missing:
+            log.debug("%s server has no /close; env %s stays on the server",
+                      self.options.protocol, env_id)
         elif resp.status_code >= 400:
             raise AgentGymError(f"POST /close {env_id}: HTTP {resp.status_code}: {resp.text}")
         with self._lock:
@@ -177,33 +163,27 @@ class AgentGymEnv(ForcesFinalAction):
         self.task_id: str | None = None
         self.observation0 = ""
         self.records: list[_Rec] = []
-        self.score = 0.0  # sciworld's cumulative score / 100
+        self.score = 0.0  # the dialect's running score (e.g. SciWorld's cumulative score / 100)
 
     @property
     def _key(self) -> str:
-        return "env_idx" if self.suite.options.protocol == "webshop" else "id"
+        return self.suite.dialect.id_key
 
     def _create(self) -> int:
         s = self.suite
-        if s.options.protocol == "webshop":
-            data = s.call("POST", "/create")
-            env_id = int(data)
-        else:
+        if s.dialect.create_body:
             env_id = int(s.call("POST", "/create", json_body={})["id"])
+        else:
+            env_id = int(s.call("POST", "/create"))
         with s._lock:
             s.live.add(env_id)
         return env_id
 
     def _reset_server(self, task_id: str) -> str:
-        s, p = self.suite, self.suite.options.protocol
+        s, d = self.suite, self.suite.dialect
+        assert self.env_id is not None
         idx: int | str = int(task_id) if task_id.strip().isdigit() else task_id
-        if p == "webshop":
-            data = s.call("POST", "/reset", json_body={"env_idx": self.env_id, "session_id": idx})
-            return str(data[0] if isinstance(data, list) else data)
-        data = s.call("POST", "/reset", json_body={"id": self.env_id, "data_idx": idx})
-        if p == "sciworld":
-            return f"{data['task_description']}\n{data['observation']}"
-        return str(data["observation"])
+        return d.read_reset(s.call("POST", "/reset", json_body=d.reset_body(self.env_id, idx)))
 
     def reset(self, task_id: str) -> str:
         if self.env_id is None:
@@ -217,20 +197,12 @@ class AgentGymEnv(ForcesFinalAction):
         return obs
 
     def _step_server(self, action: str) -> EnvStep:
-        s, p = self.suite, self.suite.options.protocol
-        if p == "webshop":  # the bare action: the server parses name[arg] itself
-            action = action.strip()
-        data = s.call("POST", "/step", json_body={self._key: self.env_id, "action": action},
+        s, d = self.suite, self.suite.dialect
+        data = s.call("POST", "/step", json_body={self._key: self.env_id,
+                                                  "action": d.send_action(action)},
                       retry_read=False)
-        if p == "webshop":
-            return EnvStep(str(data["state"]), float(data["reward"] or 0), bool(data["done"]))
-        if p == "sciworld":
-            score = float(data.get("score", 0) or 0) / 100.0
-            reward, self.score = score - self.score, score
-            return EnvStep(str(data["observation"]), reward, bool(data["done"]), {"score": score})
-        info = data.get("info") or {}
-        return EnvStep(str(data["observation"]), float(data["reward"] or 0),
-                       bool(data["done"]), info if isinstance(info, dict) else {})
+        step, self.score = d.read_step(data, self.score)
+        return step
 
     def step(self, action: str) -> EnvStep:
         if self.env_id is None or self.task_id is None:
@@ -311,31 +283,20 @@ class AgentGymEnv(ForcesFinalAction):
     def valid_actions(self) -> list[str] | None:
         if self.env_id is None:
             return None
-        s, p = self.suite, self.suite.options.protocol
-        if p == "webshop":  # as the in-process env: a search template, then the clicks
-            data = self.available_actions()
-            if not data:
-                return None
-            acts = ["search[<keywords>]"] if data.get("has_search_bar") else []
-            acts += [f"click[{c}]" for c in data.get("clickables", []) if c != "search"]
-            return acts or None
+        s, d = self.suite, self.suite.dialect
+        if d.valid_actions is not None:
+            return d.valid_actions(self)
         if s.has_valid_actions is not False:
             resp = s.request("GET", "/valid_actions", params={"id": self.env_id})
             if resp.status_code == 200:
                 return resp.json()
             if resp.status_code in (404, 405):
                 s.has_valid_actions = False  # an upstream server: don't ask again
-        return self.derived_valid_actions() if p == "textcraft" else None
-
-    def derived_valid_actions(self) -> list[str] | None:
-        """TextCraft's menu from the listed commands and the steps seen (a reference server
-        has no /valid_actions), see :func:`~amc.envs.textcraft.actions.observed_menu`."""
-        steps = [(r.action, r.observation) for r in self.records]
-        return observed_menu(self.observation0, steps, self.done,
-                             lambda: load_book(self.suite.options.textcraft_recipes))
+        return d.derive_menu(self) if d.derive_menu is not None else None
 
     def available_actions(self) -> dict[str, Any] | None:
-        """WebShop's ``{"has_search_bar", "clickables"}``, or None if the server has none."""
+        """The server's ``/available_actions`` (WebShop's ``{"has_search_bar", "clickables"}``),
+        or None if the server has none."""
         s = self.suite
         if self.env_id is None or s.has_available_actions is False:
             return None
@@ -353,12 +314,15 @@ class AgentGymEnv(ForcesFinalAction):
 
     def final_action(self) -> str | None:
         """The forced last action after the agent's steps, or None (see the module docstring)."""
-        s, p = self.suite, self.suite.options.protocol
         if self.env_id is None or self.task_id is None or self.done:
             return None
-        if p == "webshop":
-            return WEBSHOP_FORCED_BUY if s.options.forced_buy else None
-        if p != "textcraft" or s.has_final_action is False:
+        return self.suite.dialect.final_action(self)
+
+    def server_final_action(self) -> str | None:
+        """The server's ``GET /final_action`` (``amc serve-env``: the served environment's own
+        ``final_action()``); a server without it means none, and is not asked again."""
+        s = self.suite
+        if self.env_id is None or s.has_final_action is False:
             return None
         resp = s.request("GET", "/final_action", params={"id": self.env_id})
         if resp.status_code in (404, 405):
@@ -386,5 +350,5 @@ def _clip(text: str, n: int = 120) -> str:
 
 @ENVIRONMENTS.register("agentgym", options=AgentGymOptions)
 def make_agentgym_suite(options: AgentGymOptions) -> AgentGymSuite:
-    """Any AgentGym HTTP environment server (textcraft, sciworld, webshop protocols)."""
+    """Any AgentGym HTTP environment server (the dialect of the benchmark ``protocol`` names)."""
     return AgentGymSuite(options)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from amc.config import Frozen
+from amc.envs.benchmarks import agentgym_protocol
 from amc.errors import ServiceUnavailable
 
 
@@ -24,8 +25,9 @@ class AgentGymOptions(Frozen):
 
     base_url: str = "http://127.0.0.1:36001"
     """Server address (scheme, host and port)."""
-    protocol: Literal["textcraft", "sciworld", "webshop"] = "textcraft"
-    """Which AgentGym payload dialect the server speaks (amc serve-env: textcraft)."""
+    protocol: str = "textcraft"
+    """Which AgentGym payload dialect the server speaks: a benchmark whose record gives one
+    (built in: textcraft, sciworld, webshop; amc serve-env speaks textcraft's)."""
     timeout_s: float = Field(60.0, gt=0)
     """Read timeout of one request in seconds (AgentGym's clients use 500)."""
     connect_timeout_s: float = Field(5.0, gt=0)
@@ -47,3 +49,9 @@ class AgentGymOptions(Frozen):
     """Protocol textcraft, server without /valid_actions: the recipe source (as TextCraft's
     recipe_source; the reference server's is the datapack folder) that tells base items and
     tag members apart when valid actions are derived from the listed crafting commands."""
+
+    @field_validator("protocol")
+    @classmethod
+    def _known_protocol(cls, name: str) -> str:
+        agentgym_protocol(name)  # a clear error for a name without a dialect
+        return name

@@ -37,7 +37,7 @@ from typing import TypeVar
 from pydantic import Field
 
 from amc.config import Frozen
-from amc.envs.paper_splits import paper_split
+from amc.envs.benchmark import packaged_split
 from amc.envs.sciworld.sim import (
     Py4JError,
     Py4JJavaError,
@@ -315,7 +315,7 @@ class SciWorldSuite:
         if split not in ("train", "test"):
             raise ValueError(f"SciWorld has splits 'train' and 'test', not {split!r}")
         if self.options.splits_dir is None:
-            return [str(i) for i in paper_split("sciworld", split)]
+            return [str(i) for i in packaged_split("amc.envs.sciworld", split)]
         path = Path(self.options.splits_dir) / f"sciworld_{split}_idx.json"
         if not path.is_file():
             raise FileNotFoundError(

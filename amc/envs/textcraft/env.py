@@ -69,10 +69,11 @@ class TextCraftOptions(Frozen):
     n_distractors: int = Field(10, ge=0)
     """Extra commands for other items sharing ingredients (reference server: 10; 0 = easier)."""
     split: Literal["default", "paper"] = "default"
-    """default: split generated from the recipe book; paper: the authors' id files."""
+    """default: split generated from the recipe book; paper: the paper's ids (shipped with
+    amc) over the authors' goal list."""
     splits_dir: Path | None = None
-    """Folder with textcraft_train_ids.csv, textcraft_test_ids.csv and
-    textcraft_crafting_depths.csv (needed for split == 'paper')."""
+    """Folder with textcraft_crafting_depths.csv, the authors' goal list (needed for split ==
+    'paper'; `amc fetch textcraft` puts it in <dest>/splits)."""
     min_depth: int = Field(1, ge=1)
     """Keep tasks whose goal has crafting depth >= min_depth (paper evaluation: 3)."""
     max_depth: int = Field(4, ge=1)

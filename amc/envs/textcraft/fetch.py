@@ -5,7 +5,9 @@ The benchmark-faithful mode needs two things that are not in this repository:
 - the 860 vanilla-datapack recipe files of AgentGym's TextCraft server, from the AgentGym
   repository at a pinned commit (one source tarball, ``recipes/*.json`` extracted);
 - the AMC paper's TextCraft split files (``textcraft_train_ids.csv``, ``textcraft_test_ids.csv``,
-  ``textcraft_crafting_depths.csv``) from the authors' repository at a pinned commit.
+  ``textcraft_crafting_depths.csv``) from the authors' repository at a pinned commit. Runs read
+  the goal list (the depth file) from here; the ids themselves are shipped with amc
+  (``amc/envs/textcraft/paper_splits.json``, equal to the two id files).
 
 :func:`fetch_textcraft` places them under ``DEST/recipes/`` and ``DEST/splits/`` only after
 verifying them: each split file by its SHA-256, the recipe folder by a *tree digest* (SHA-256 of

@@ -8,9 +8,10 @@ server's ``data_idx`` does; a bare item name (``stick`` or ``minecraft:stick``) 
   ``max_plan_steps`` are kept; per depth, a seeded permutation puts ``test_fraction`` of them in
   ``test`` and the rest in ``train``.
 - **Paper split**: the goal list is the authors' ``textcraft_crafting_depths.csv`` (the
-  reference server's idx -> goal order), and the ids come from ``textcraft_train_ids.csv`` /
-  ``textcraft_test_ids.csv``, filtered by the file's depth (the paper used depths 3-4:
-  27 test and 44 train tasks).
+  reference server's idx -> goal order, fetched by ``amc fetch textcraft``), and the ids are
+  the paper's, shipped in this folder's ``paper_splits.json`` (the one source of TextCraft's
+  paper split, also the benchmark record's; equal to the authors' ``textcraft_*_ids.csv``),
+  filtered by the file's depth (the paper used depths 3-4: 27 test and 44 train tasks).
 
 :func:`plan` computes a short action sequence for a goal from the recipe book (min-depth
 recipes, one ``get`` per base item with the total count, crafts in dependency order); it is the
@@ -25,11 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
+from amc.envs.benchmark import packaged_split
 from amc.envs.textcraft.recipes import NS, Recipe, RecipeBook, pretty, to_id
 
 DEPTHS_FILE = "textcraft_crafting_depths.csv"
-TRAIN_FILE = "textcraft_train_ids.csv"
-TEST_FILE = "textcraft_test_ids.csv"
 
 
 def concrete(book: RecipeBook, name: str) -> str:
@@ -109,19 +109,6 @@ def read_depth_file(path: Path) -> list[tuple[str, int]]:
     return rows
 
 
-def read_ids(path: Path) -> list[int]:
-    """One integer task id per line."""
-    if not path.is_file():
-        raise FileNotFoundError(f"TextCraft split file not found: {path}; {FETCH_HINT}")
-    out = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            if not line.strip().isdigit():
-                raise ValueError(f"{path}:{n}: expected an integer id, got {line!r}")
-            out.append(int(line))
-    return out
-
-
 class TaskSet:
     """Goal list plus train/test ids for one configuration (see module docstring)."""
 
@@ -142,15 +129,15 @@ class TaskSet:
         if split == "paper":
             if splits_dir is None:
                 raise ValueError(
-                    "split 'paper' needs splits_dir (a folder with textcraft_*_ids.csv and "
-                    f"{DEPTHS_FILE}; `amc fetch textcraft` downloads them)"
+                    f"split 'paper' needs splits_dir (a folder with {DEPTHS_FILE}, the goal "
+                    "list; `amc fetch textcraft` downloads it)"
                 )
             d = Path(splits_dir)
             rows = read_depth_file(d / DEPTHS_FILE)
             self.goals = [g for g, _ in rows]
             depth = [dp for _, dp in rows]
-            for name, fname in (("train", TRAIN_FILE), ("test", TEST_FILE)):
-                ids = read_ids(d / fname)
+            for name in ("train", "test"):
+                ids = packaged_split("amc.envs.textcraft", name)
                 self.splits[name] = [
                     str(i) for i in ids
                     if min_depth <= depth[i % len(rows)] <= max_depth

@@ -44,7 +44,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from amc.config import Frozen
-from amc.envs.paper_splits import WEBSHOP_TEST_IDS, WEBSHOP_TRAIN_IDS
+from amc.envs.benchmark import packaged_split
 from amc.envs.webshop.catalog import Catalog, load_catalog
 from amc.envs.webshop.reward import get_reward, noun_extractor
 from amc.protocols import ForcesFinalAction
@@ -56,7 +56,8 @@ PRODUCT_WINDOW = 10
 BUY = "buy now"
 FORCED_BUY_ACTION = "click[buy now]"
 SUB_PAGES = {"description": "Description", "features": "Features", "reviews": "Reviews"}
-TEST_IDS, TRAIN_IDS = WEBSHOP_TEST_IDS, WEBSHOP_TRAIN_IDS  # the paper's split
+TEST_IDS = tuple(packaged_split("amc.envs.webshop", "test"))  # the paper's split (5..54)
+TRAIN_IDS = tuple(packaged_split("amc.envs.webshop", "train"))  # 0..1500 without the test ids
 
 _ACTION = re.compile(r"(.+)\[(.+)\]")  # the benchmark's parse: name[arg]
 
