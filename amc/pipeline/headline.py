@@ -7,11 +7,12 @@ and rounded values, so the whole table fits a 120-column terminal:
 - ``metrics/eval.json``: ``complete`` (1 when every (method, seed, task) is in) and, at the
   largest N, the headline metric of ``react``, ``bon``, ``smc`` and ``amc`` (the challenger):
   ``deployable_reward`` with a selection value, else ``oracle_best``.
-- ``metrics/promotion.json``: ``promoted``, ``tested`` (0 when the gate decided without a
-  test: no champion yet, a refused evaluation, or too little power for ``promote.max_mde``)
-  and, when it tested, ``delta`` (mean paired improvement) and ``p`` (the gate's p-value).
-  The pair and task counts (fixed by the frozen set) stay in the decision file, to keep the
-  table within 120 columns.
+- ``metrics/promotion.json``: ``promoted`` and, only when the gate tested, ``delta`` (mean
+  paired improvement) and ``p`` (the gate's p-value): ``-`` in those columns of ``dvc
+  metrics show`` means the gate decided without a test (no champion yet, a refused
+  evaluation, or too little power for ``promote.max_mde``; the decision file's ``tested``).
+  The tested flag and the pair and task counts stay in the decision file, to keep the table
+  within 120 columns (measured: 118 with every key present).
 - ``metrics/train.json``: ``version`` (the registered challenger), validation ``auc`` and
   ``mae`` of the best epoch.
 
@@ -53,11 +54,9 @@ def eval_headline(ev: Mapping[str, Any], selection: bool) -> dict[str, float | i
 
 
 def promotion_headline(d: Mapping[str, Any]) -> dict[str, float | int]:
-    """``promoted``, ``tested`` and, when the gate tested, ``delta`` and ``p``."""
-    tested = bool(d.get("tested"))
-    out: dict[str, float | int] = {"promoted": int(bool(d.get("promote"))),
-                                   "tested": int(tested)}
-    if not tested:  # an untested mean change is no evidence: it stays in the decision file
+    """``promoted`` and, when the gate tested, ``delta`` and ``p``."""
+    out: dict[str, float | int] = {"promoted": int(bool(d.get("promote")))}
+    if not d.get("tested"):  # an untested mean change is no evidence: it stays in the decision file
         return out
     for key, src, digits in (("delta", "delta", 3), ("p", "p_value", 4)):
         if (v := _num(d.get(src), digits)) is not None:

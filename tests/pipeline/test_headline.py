@@ -35,10 +35,10 @@ def test_eval_headline_leaves_out_what_did_not_run_or_is_not_finite() -> None:
 def test_promotion_and_train_headlines() -> None:
     d = {"promote": False, "tested": True, "n_pairs": 36, "delta": -0.01234,
          "p_value": 0.81234, "se": 0.1}
-    assert promotion_headline(d) == {"promoted": 0, "tested": 1, "delta": -0.012, "p": 0.8123}
-    assert promotion_headline({"promote": True, "n_pairs": None}) == {"promoted": 1, "tested": 0}
+    assert promotion_headline(d) == {"promoted": 0, "delta": -0.012, "p": 0.8123}
+    assert promotion_headline({"promote": True, "n_pairs": None}) == {"promoted": 1}
     # decided without a test: its mean change is no evidence, so it is not a headline
     untested = {**d, "tested": False, "p_value": None}
-    assert promotion_headline(untested) == {"promoted": 0, "tested": 0}
+    assert promotion_headline(untested) == {"promoted": 0}
     best = {"best_val_auc": 0.64966, "best_val_mae": 0.22467, "best_val_brier": 0.3}
     assert train_headline("3", best) == {"version": 3, "auc": 0.65, "mae": 0.225}
