@@ -98,12 +98,22 @@ def grpo_sentence(frozen: dict[str, Any], policy: dict[str, Any], metrics: dict[
             "miniature)).")
 
 
+def bench_sentences(root: Path) -> str:
+    """WebShop's and SciWorld's sentences from the committed sweep records (evidence/runs)."""
+    from amc.sweeps.benchdoc import bench_sentence
+    from amc.sweeps.evidence import load_runs
+
+    runs = load_runs(root / "evidence")
+    return " ".join(bench_sentence(runs, b) for b in ("webshop", "sciworld"))
+
+
 def block(root: Path) -> str:
     """The paragraph between the markers, from the committed generated sources under ``root``."""
     evidence = (root / EVIDENCE).read_text()
     summary = json.loads((root / LLM_SUMMARY).read_text())
     return (f"Measured so far, generated from the committed results. A simulation prior "
-            f"(TextCraft, [docs/evidence.md](docs/evidence.md)): {sweep_sentence(evidence)}\n\n"
+            f"(TextCraft, [docs/evidence.md](docs/evidence.md)): {sweep_sentence(evidence)} "
+            f"The same instrument on the other benchmarks: {bench_sentences(root)}\n\n"
             f"{llm_sentence(summary)}\n\n"
             + grpo_sentence(*(json.loads((root / GRPO / f).read_text()) for f in (
                 "frozen-summary.json", "policy-summary.json", "metrics.json"))))

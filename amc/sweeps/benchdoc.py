@@ -218,3 +218,30 @@ TEXTCRAFT_NOTE = (
 def bench_sections(runs: list[dict[str, Any]]) -> list[str]:
     """The sections after the summary: WebShop's tables and the TextCraft note."""
     return [webshop_section(runs), TEXTCRAFT_NOTE]
+
+
+NAME = {"textcraft": "TextCraft", "webshop": "WebShop", "sciworld": "SciWorld"}
+SCORE = {"textcraft": "success", "webshop": "graded score", "sciworld": "score"}
+
+
+def bench_sentence(runs: list[dict[str, Any]], bench: str) -> str:
+    """One sentence per fixed-budget benchmark for the README: each value's regime chosen on
+    validation and its AMC − Best-of-N on test (or that it has not run)."""
+    parts = []
+    for value in grid.GRIDS[bench].values:
+        best = grid.best_regime(runs, bench, value)
+        if best is None:
+            continue
+        test = twin_on_test(runs, best)
+        got = (f"{fmt_diff(compare(test))} over {len(test['rows'])} pairs" if test is not None
+               else "its test cell has not run")
+        regime = setting(best["cell"]).rsplit(", value = ", 1)[0]
+        parts.append(f"with the {VALUE_LABEL[value]} ({regime}) {got}")
+    done = len(grid.of_bench(runs, bench, "validation"))
+    declared = len(grid.candidates(bench))
+    ran = f"{done} of {declared} declared validation cells run"
+    if not parts:
+        return f"{NAME[bench]}: no regime chosen yet ({ran})."
+    return (f"{NAME[bench]} ({PRIOR[bench]}; {ran}), AMC − Best-of-N on the oracle best-of-pool "
+            f"{SCORE[bench]} on test at the regime chosen on validation: "
+            + "; ".join(parts) + ".")

@@ -83,3 +83,16 @@ def test_sciworld_pairs_are_sized_from_the_measured_step_cost():
     text = sciworld_cost_sentence(cost)
     assert "action menu 2.00 s" in text and "costs about 208 s" in text
     assert sciworld_cost_sentence(None) == ""
+
+
+def test_the_readme_sentence_reports_the_validation_choice_or_its_absence():
+    from amc.sweeps.benchdoc import bench_sentence
+
+    val = validation()
+    assert "no regime chosen yet (0 of" in bench_sentence([], "webshop")
+    pending = bench_sentence(val, "webshop")
+    assert "β = 0.25" in pending and "its test cell has not run" in pending  # the rule's pick
+    test = web(0.2, "test", beta=0.25)
+    done = bench_sentence([*val, test], "webshop")
+    p = compare(test)
+    assert f"{p.d.mean:+.3f} [{p.d.lo:+.3f}, {p.d.hi:+.3f}]" in done and "over 12 pairs" in done
