@@ -98,13 +98,12 @@ def grpo_sentence(frozen: dict[str, Any], policy: dict[str, Any], metrics: dict[
             "miniature)).")
 
 
-def bench_sentences(root: Path) -> str:
-    """WebShop's and SciWorld's sentences from the committed sweep records (evidence/runs)."""
-    from amc.sweeps.benchdoc import bench_sentence
-    from amc.sweeps.evidence import load_runs
-
-    runs = load_runs(root / "evidence")
-    return " ".join(bench_sentence(runs, b) for b in ("webshop", "sciworld"))
+def bench_sentences(evidence: str) -> str:
+    """WebShop's and SciWorld's sentences: the ``**Other benchmarks:**`` line of evidence.md."""
+    for line in evidence.splitlines():
+        if line.startswith("**Other benchmarks:**"):
+            return line.removeprefix("**Other benchmarks:**").strip()
+    raise ValueError("docs/evidence.md has no '**Other benchmarks:**' line: regenerate it")
 
 
 def block(root: Path) -> str:
@@ -113,7 +112,7 @@ def block(root: Path) -> str:
     summary = json.loads((root / LLM_SUMMARY).read_text())
     return (f"Measured so far, generated from the committed results. A simulation prior "
             f"(TextCraft, [docs/evidence.md](docs/evidence.md)): {sweep_sentence(evidence)} "
-            f"The same instrument on the other benchmarks: {bench_sentences(root)}\n\n"
+            f"The same instrument on the other benchmarks: {bench_sentences(evidence)}\n\n"
             f"{llm_sentence(summary)}\n\n"
             + grpo_sentence(*(json.loads((root / GRPO / f).read_text()) for f in (
                 "frozen-summary.json", "policy-summary.json", "metrics.json"))))

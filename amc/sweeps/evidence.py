@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from amc.sweeps.benchdoc import bench_of, bench_sections, summary_section
+from amc.sweeps.benchdoc import bench_of, bench_sections, bench_sentence, summary_section
 from amc.sweeps.report import (
     best_regime,
     cannot_win,
@@ -64,6 +64,10 @@ def load_values(root: Path) -> dict[str, dict[str, Any]]:
     return {p.stem: json.loads(p.read_text()) for p in sorted((root / "values").glob("*.json"))}
 
 
+OTHERS = "**Other benchmarks:**"
+"""Prefix of the line the README's measured paragraph reads (:mod:`amc.reports.readme`)."""
+
+
 def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
            plots: Path | None, link: str,
            values: dict[str, dict[str, Any]] | None = None,
@@ -76,6 +80,8 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
     parts = [intro(runs), summary_section(runs + others, cost)]
     best = best_regime(runs)
     parts.append(headline(runs, best))
+    parts.append(OTHERS + " " + " ".join(bench_sentence(others, b)
+                                         for b in ("webshop", "sciworld")) + "\n")
     parts.append(goal_section(runs, best))
     parts.append(learned_cells(runs))
     parts.append(value_section(runs, quality))

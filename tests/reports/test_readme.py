@@ -21,9 +21,6 @@ def test_a_hand_edited_number_fails_the_check(tmp_path: Path) -> None:
     for rel in (readme.EVIDENCE, readme.LLM_SUMMARY, *grpo):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes((ROOT / rel).read_bytes())
-    import shutil
-
-    shutil.copytree(ROOT / "evidence/runs", tmp_path / "evidence/runs")  # the sweep sentences
     text = (ROOT / "README.md").read_text()
     para = text.split(readme.BEGIN)[1].split(readme.END)[0]
     assert "+0.028" in para  # AMC@4 − Best-of-4 on the declared 60-task set
@@ -56,6 +53,8 @@ def test_missing_markers_or_sources_are_refused() -> None:
         readme.render("no markers here", "x")
     with pytest.raises(ValueError, match="In short"):
         readme.sweep_sentence("# evidence\nno headline")
+    with pytest.raises(ValueError, match="Other benchmarks"):
+        readme.bench_sentences("# evidence\n**In short:** x")
     with pytest.raises(ValueError, match="no AMC row"):
         readme.llm_sentence({**_summary(0, 1, 1), "paired": {}})
 
