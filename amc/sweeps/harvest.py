@@ -68,16 +68,30 @@ def harvest(repo: Path, out: Path) -> list[Path]:
         p = save(rec, out / "runs", rec["experiment"])
         if p is not None:
             written.append(p)
+        try:  # the value this experiment trained (or checked out), by its content hash
+            written += save_quality(git(repo, "show", f"{ref}:{QUALITY}"), out)
+        except subprocess.CalledProcessError:
+            pass
     quality = repo / QUALITY
     if quality.is_file():
         (out / "value_quality.json").write_text(quality.read_text())
         written.append(out / "value_quality.json")
-        model_hash = json.loads(quality.read_text()).get("model_hash")
-        if model_hash:  # every value's quality stays, for the cells that used it
-            (out / "values").mkdir(parents=True, exist_ok=True)
-            (out / "values" / f"{model_hash}.json").write_text(quality.read_text())
-            written.append(out / "values" / f"{model_hash}.json")
+        written += save_quality(quality.read_text(), out)
     return written
+
+
+def save_quality(text: str, out: Path) -> list[Path]:
+    """``values/<model hash>.json``: every value's quality stays, for the cells that used it
+    (issue 30 compares value variants' held-out figures with their cells' gains)."""
+    model_hash = json.loads(text).get("model_hash")
+    if not model_hash:
+        return []
+    path = out / "values" / f"{model_hash}.json"
+    if path.is_file() and path.read_text() == text:
+        return []
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return [path]
 
 
 def main() -> None:

@@ -129,12 +129,18 @@ def test_harvest_keeps_every_experiment(tmp_path: Path):
         rec = record(gain, value="rollout", seed=i if i < 2 else 1)
         rec["name"] = "same-name"
         (repo / "sweeps/out/runs.json").write_text(json.dumps(rec))
+        # each experiment trained its own value (issue 30's variants): its quality is kept
+        (repo / "sweeps/out/value_quality.json").write_text(json.dumps({"model_hash": f"v{i}"}))
         subprocess.run([*git, "add", "-A"], check=True)
         subprocess.run([*git, "commit", "-qm", f"exp {i}", "--allow-empty"], check=True)
         subprocess.run([*git, "update-ref", f"refs/exps/aa/bb/exp{i}", "HEAD"], check=True)
+    subprocess.run([*git, "rm", "-q", "sweeps/out/value_quality.json"], check=True)
+    subprocess.run([*git, "commit", "-qm", "workspace without a value"], check=True)
     written = harvest(repo, tmp_path / "ev")
-    names = sorted(p.name for p in written)
+    names = sorted(p.name for p in written if p.parent.name == "runs")
     assert names == ["same-name--exp1.json", "same-name.json"]  # different rows: both kept
+    assert sorted(p.name for p in (tmp_path / "ev/values").iterdir()) == [
+        "v0.json", "v1.json", "v2.json"]  # every experiment's own value, not the workspace's
     back = json.loads((tmp_path / "ev/runs/same-name.json").read_text())
     assert back["rows"] == record(0.1, value="rollout", seed=0)["rows"]
     assert json.loads(dumps_record(back)) == back
