@@ -16,6 +16,7 @@ the experiment's name as a suffix).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 from pathlib import Path
@@ -68,10 +69,9 @@ def harvest(repo: Path, out: Path) -> list[Path]:
         p = save(rec, out / "runs", rec["experiment"])
         if p is not None:
             written.append(p)
-        try:  # the value this experiment trained (or checked out), by its content hash
+        # the value this experiment trained (or checked out), by its content hash
+        with contextlib.suppress(subprocess.CalledProcessError):
             written += save_quality(git(repo, "show", f"{ref}:{QUALITY}"), out)
-        except subprocess.CalledProcessError:
-            pass
     quality = repo / QUALITY
     if quality.is_file():
         (out / "value_quality.json").write_text(quality.read_text())
