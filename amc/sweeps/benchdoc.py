@@ -236,7 +236,8 @@ def bench_sentence(runs: list[dict[str, Any]], bench: str) -> str:
         got = (f"{fmt_diff(compare(test))} over {len(test['rows'])} pairs" if test is not None
                else "its test cell has not run")
         regime = setting(best["cell"]).rsplit(", value = ", 1)[0]
-        parts.append(f"with the {VALUE_LABEL[value]} ({regime}) {got}")
+        label = "no value" if value == "none" else f"the {VALUE_LABEL[value]}"
+        parts.append(f"with {label} ({regime}) {got}")
     done = len(grid.of_bench(runs, bench, "validation"))
     declared = len(grid.candidates(bench))
     ran = f"{done} of {declared} declared validation cells run"
