@@ -2,7 +2,7 @@
 
 A round (:mod:`amc.pipeline.rounds`) collects fresh prior rollouts, retrains on the growing
 dataset, and the promotion gate decides on the frozen set; its ledger record holds each step's
-result (``collect``: rollout records; ``dataset``: rows per split and the rounds it spans;
+result (``collect``: rollouts; ``dataset``: rows per split and the rounds it spans;
 ``train``: the value's validation quality; ``promote``: the gate's decision with its p and
 mde). Separately, each round's challenger is evaluated on the *declared* test set beside the
 kept Best-of-N results (a run summary whose paired rows are ``smc@N+challenger`` − ``bon@N``).
@@ -81,12 +81,12 @@ def load_rounds(src: str | Path) -> list[dict[str, Any]]:
 
 
 def _rollouts(entries: Sequence[Entry], rounds: Sequence[int]) -> float:
-    """Rollout records collected by ``rounds`` (NaN when any has no collect step)."""
+    """Rollouts collected by ``rounds`` (task records x G; NaN when any round lacks it)."""
     by = {int(e["ledger"]["round"]): e["ledger"] for e in entries}
     total = 0.0
     for r in rounds:
         total += _num(((by.get(int(r)) or {}).get("steps") or {}).get("collect", {})
-                      .get("records"))
+                      .get("rollouts"))
     return total
 
 
@@ -213,8 +213,8 @@ def rounds_section(entries: Sequence[Entry], title: str, source: str, assets: Pa
         return [*lines, NO_ROUNDS]
     rows = [round_row(entries, i, n=n, metric=metric) for i in range(len(entries))]
     lines += [
-        f"Per round: the dataset it trained on (rows of every split / rollout records of the "
-        f"rounds it spans), the value's validation quality, AMC@{n} − Best-of-{n} on "
+        f"Per round: the dataset it trained on (rows of every split / rollouts of the rounds it "
+        f"spans), the value's validation quality, AMC@{n} − Best-of-{n} on "
         f"{metric} on the declared test set (paired over (task, seed), averaged within a task; "
         "95% t interval over tasks and exact sign-flip p), and the promotion gate's decision on "
         "the frozen set (its paired Δ, p and minimum detectable effect).", "",
@@ -232,7 +232,7 @@ def rounds_section(entries: Sequence[Entry], title: str, source: str, assets: Pa
         if any(not math.isnan(r["gain"]) or not math.isnan(r["auc"]) for r in rows):
             png = rounds_plot(rows, assets / "rounds.png", n)
             lines += ["", f"![rounds]({assets.name}/{png.name})"]
-    return lines
+    return [*lines, ""]
 
 
 def _readings(rows: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -15,7 +15,7 @@ from amc.reports.results_doc import write_results_doc
 def _ledger(r: int, records: int, rows: int, auc: float, promote: bool | None = None,
             p: float = 0.2, mde: float = 0.07, status: str = "closed") -> dict[str, Any]:
     steps: dict[str, Any] = {
-        "collect": {"records": records, "seeds": [r * 1000]},
+        "collect": {"records": records // 15, "rollouts": records, "seeds": [r * 1000]},
         "dataset": {"rows": {"train": rows - 20, "validation": 10, "test": 10},
                     "rounds": list(range(r + 1))},
         "train": {"version": r + 1, "result": {"best_val_auc": auc, "best_val_pearson": auc - 0.2,
