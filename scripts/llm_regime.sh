@@ -33,7 +33,8 @@ keep() {  # keep SRC DEST: gzip the complete lines of every (method, seed) resul
 # RP: the rounds' params (the flow's); T: the declared set's params (the template of each
 # round's evaluation); KR: what is kept in the repository (gzipped results, ledgers), restored
 # first, so a rerun -- also in a later sitting -- continues. The last round (K-1) is evaluated
-# at every N of GRID. Not kept: the MLflow store (the values' weights), see docs/results-howto.md.
+# at every N of GRID. Not kept: the MLflow store (the values' weights); a fresh sitting retrains
+# them from the kept rollouts and checks each against its ledger (amc.pipeline.round_restore).
 RP=${RP:-configs/llm-regime/rounds.yaml}
 T=${T:-configs/llm-regime/testset60.yaml}
 KR=${KR:-evidence/llm-regime/rounds}
@@ -92,6 +93,7 @@ rounds_main() {  # rounds 0..K-1: seed round 0, then flow + declared evaluation 
   MLFLOW_TRACKING_URI=$(pget "$RP" p.mlflow_uri); export MLFLOW_TRACKING_URI
   rounds_restore
   python -m amc.pipeline.round_eval seed0 "$RP" "${KTRAJ:-evidence/llm-regime/trajectories}"
+  python -m amc.pipeline.round_eval restore "$RP"  # a fresh sitting: retrain, checked
   while :; do
     closed=$(python -m amc.pipeline.round_eval closed "$RP")
     for r in $closed; do  # every closed round is measured on the declared set

@@ -15,7 +15,9 @@ runs, which then finds every task done under the same configuration hash and col
 
 ``python -m amc.pipeline.round_eval params ROUNDS TEMPLATE R OUT [--n-grid 4,8,15]`` writes
 round R's params file; ``... seed0 ROUNDS KEPT_DIR`` seeds round 0; ``... closed ROUNDS``
-prints the closed rounds' numbers (what ``scripts/llm_regime.sh rounds`` loops over).
+prints the closed rounds' numbers (what ``scripts/llm_regime.sh rounds`` loops over);
+``... restore ROUNDS`` rebuilds the model registry of a fresh sitting
+(:mod:`amc.pipeline.round_restore`).
 """
 
 from __future__ import annotations
@@ -116,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     s.add_argument("kept", type=Path)
     c = sub.add_parser("closed", help="print the closed rounds' numbers")
     c.add_argument("rounds", type=Path)
+    g = sub.add_parser("restore", help="retrain the values the store lacks (checked)")
+    g.add_argument("rounds", type=Path)
     args = ap.parse_args(argv)
     if args.cmd == "params":
         grid = [int(x) for x in args.n_grid.split(",")] if args.n_grid else None
@@ -124,6 +128,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = seed_round0(load_params(args.rounds), args.kept)
         print("round 0 opened with the kept rollouts" if done else "rounds exist: nothing to seed",
               file=sys.stderr)
+    elif args.cmd == "restore":
+        from amc.pipeline.round_restore import restore_registry
+
+        done = restore_registry(load_params(args.rounds))
+        print(f"registry restored: rounds {done} retrained, each as recorded" if done else
+              "registry complete: nothing to restore", file=sys.stderr)
     else:
         print(" ".join(str(r) for r in closed_rounds(load_params(args.rounds))))
     return 0
