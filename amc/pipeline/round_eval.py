@@ -125,8 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         grid = [int(x) for x in args.n_grid.split(",")] if args.n_grid else None
         print(write_declared_params(args.rounds, args.template, args.round, args.out, grid))
     elif args.cmd == "seed0":
-        done = seed_round0(load_params(args.rounds), args.kept)
-        print("round 0 opened with the kept rollouts" if done else "rounds exist: nothing to seed",
+        seeded = seed_round0(load_params(args.rounds), args.kept)
+        print("round 0 opened with the kept rollouts" if seeded else "rounds exist: nothing to seed",
               file=sys.stderr)
     elif args.cmd == "restore":
         from amc.pipeline.round_restore import restore_registry

@@ -46,7 +46,8 @@ def test_declared_params_pin_the_rounds_challenger_and_keep_the_templates_sampli
     # what the kept baselines' hash is made of stays the template's
     assert (out["prior"], out["env"], out["smc"]) == (t["prior"], t["env"], t["smc"])
     assert out["smc"]["max_steps"] == 7  # the template's, not the rounds' 10
-    assert out["evaluate"]["tasks_file"] == "declared.json" and out["evaluate"]["seeds"] == [0, 1, 2]
+    ev = out["evaluate"]
+    assert ev["tasks_file"] == "declared.json" and ev["seeds"] == [0, 1, 2]
     assert out["evaluate"]["n_grid"] == [4, 8] and not out["evaluate"]["compare_champion"]
     assert out["evaluate"]["out_dir"] == "runs/r/declared/round-0001/eval"
     assert out["mlflow_uri"] == p.mlflow_uri
