@@ -57,7 +57,7 @@ def declared_params(p: PipelineParams, template: dict[str, Any], r: int, root: P
     out["evaluate"] = {**out["evaluate"], "challenger": challenger_uri(p, r),
                        "compare_champion": False, "out_dir": str(base / "eval"),
                        "metrics_file": str(base / "metrics" / "eval.json"),
-                       **({"n_grid": [int(n) for n in n_grid]} if n_grid else {})}
+                       **_grid(out["evaluate"], n_grid)}
     out["report"] = {**(out.get("report") or {}), "plots_dir": str(base / "plots"),
                      "summary_file": str(base / "report" / "summary.json")}
     out["promote"] = {**(out.get("promote") or {}),
@@ -67,6 +67,16 @@ def declared_params(p: PipelineParams, template: dict[str, Any], r: int, root: P
     out["drift"] = {**(out.get("drift") or {}), "enabled": False, "out_dir": str(base / "drift")}
     out["mlflow_uri"] = p.mlflow_uri
     return out
+
+
+def _grid(ev: dict[str, Any], n_grid: Sequence[int] | None) -> dict[str, Any]:
+    """A wider N grid for AMC and Best-of-N; zero-shot SMC stays at the template's N (its
+    kept rollouts; the LLM-scored value at larger N would cost hours and is not compared)."""
+    if not n_grid:
+        return {}
+    base = ev.get("smc_n_grid") or ev.get("n_grid") or []
+    return {"n_grid": [int(n) for n in n_grid],
+            "smc_n_grid": [int(n) for n in base if int(n) in {int(x) for x in n_grid}]}
 
 
 def write_declared_params(rounds_path: Path, template_path: Path, r: int, out: Path,
@@ -126,8 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(write_declared_params(args.rounds, args.template, args.round, args.out, grid))
     elif args.cmd == "seed0":
         seeded = seed_round0(load_params(args.rounds), args.kept)
-        print("round 0 opened with the kept rollouts" if seeded else "rounds exist: nothing to seed",
-              file=sys.stderr)
+        print("round 0 opened with the kept rollouts" if seeded else
+              "rounds exist: nothing to seed", file=sys.stderr)
     elif args.cmd == "restore":
         from amc.pipeline.round_restore import restore_registry
 

@@ -48,7 +48,7 @@ def test_declared_params_pin_the_rounds_challenger_and_keep_the_templates_sampli
     assert out["smc"]["max_steps"] == 7  # the template's, not the rounds' 10
     ev = out["evaluate"]
     assert ev["tasks_file"] == "declared.json" and ev["seeds"] == [0, 1, 2]
-    assert out["evaluate"]["n_grid"] == [4, 8] and not out["evaluate"]["compare_champion"]
+    assert ev["n_grid"] == [4, 8] and ev["smc_n_grid"] == [4] and not ev["compare_champion"]
     assert out["evaluate"]["out_dir"] == "runs/r/declared/round-0001/eval"
     assert out["mlflow_uri"] == p.mlflow_uri
     assert t["evaluate"].get("challenger") is None  # the template itself is untouched
@@ -96,3 +96,34 @@ def test_registry_guard_finds_the_missing_versions_and_refuses_a_mixed_store(
     assert [r["round"] for r in round_restore.missing_rounds(p)] == [1]
     with pytest.raises(RuntimeError, match="restore into an empty store"):
         round_restore.restore_registry(p)
+
+
+def test_the_real_rounds_reuse_the_kept_baselines_rollouts_and_rerun_only_amc(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """configs/llm-regime/rounds.yaml + testset60.yaml: ReAct, Best-of-4 and zero-shot SMC@4
+    keep the kept results' sample hash (re-selected only); AMC@4 with the round's value not."""
+    import gzip
+
+    from amc.pipeline import evaluate
+    from amc.runner import resolve_methods, sample_hash
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    y = yaml.safe_load((root / "configs/llm-regime/rounds.yaml").read_text())
+    y["rounds"]["ledger_dir"] = str(tmp_path / "ledger")
+    y["collect"]["out_dir"] = str(tmp_path / "traj")
+    (tmp_path / "rounds.yaml").write_text(yaml.safe_dump(y))
+    p = load_params(tmp_path / "rounds.yaml")
+    rounds.open_round(p)
+    rounds.record_step(p, 0, "train", {"model": "amc-value-textcraft-llm-rounds", "version": "1"})
+    q = load_params(round_eval.write_declared_params(
+        tmp_path / "rounds.yaml", root / "configs/llm-regime/testset60.yaml", 0,
+        tmp_path / "r0.yaml"))
+    pl = {"tasks": ["0"], "seeds": [0], "models": {"challenger": {"uri": q.evaluate.challenger}},
+          "methods": [{"spec": s} for s, _, _ in evaluate.method_specs(q, False)]}
+    cfg = evaluate.run_config(q, pl)
+    same = {}
+    for m in resolve_methods(cfg):
+        with gzip.open(root / f"evidence/llm-regime/testset60/eval/{m.name}__seed0.jsonl.gz") as f:
+            same[m.name] = json.loads(f.readline())["sample_hash"] == sample_hash(cfg, m)
+    assert same == {"react": True, "bon@4": True, "smc@4": True, "smc@4+challenger": False}
