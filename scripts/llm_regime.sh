@@ -8,6 +8,8 @@
 #   scripts/llm_regime.sh evaluate    # ReAct, Best-of-N, zero-shot SMC, AMC; N in {4, 8, 15}
 #   scripts/llm_regime.sh report      # plots + summary; copies to docs/results-assets/
 #   scripts/llm_regime.sh keep        # a running evaluation's finished results, kept now
+#   scripts/llm_regime.sh rounds [K]  # rounds 0..K-1 (default 4) of the Prefect retraining
+#                                     # flow + each challenger on the declared 60-task set
 # The budget is chosen on the calibration (train tasks) before any test task runs: collect
 # with smc.max_steps = B, pick b <= B, set smc.max_steps = b in the params file, rerun collect
 # (the shorter rollouts are the longer ones' first b steps: replayed from the response cache).
@@ -26,6 +28,85 @@ keep() {  # keep SRC DEST: gzip the complete lines of every (method, seed) resul
     python -c "import json,sys; [json.loads(l) and sys.stdout.write(l) for l in open(sys.argv[1]) if l.endswith('\\n')]" "$f" \
       | gzip -n > "$2/$(basename "$f").gz.tmp" && mv "$2/$(basename "$f").gz.tmp" "$2/$(basename "$f").gz"
   done
+}
+# --- rounds (issue 31, item 3) ---------------------------------------------------------------
+# RP: the rounds' params (the flow's); T: the declared set's params (the template of each
+# round's evaluation); KR: what is kept in the repository (gzipped results, ledgers), restored
+# first, so a rerun -- also in a later sitting -- continues. The last round (K-1) is evaluated
+# at every N of GRID. Not kept: the MLflow store (the values' weights); a fresh sitting retrains
+# them from the kept rollouts and checks each against its ledger (amc.pipeline.round_restore).
+RP=${RP:-configs/llm-regime/rounds.yaml}
+T=${T:-configs/llm-regime/testset60.yaml}
+KR=${KR:-evidence/llm-regime/rounds}
+KT=${KT:-evidence/llm-regime/testset60/eval}
+GRID=${GRID:-4,8,15}
+pget() { python -c "from amc.pipeline.params import load_params as l; p=l('$1'); print($2)"; }
+unkeep() {  # unkeep SRC DEST: gunzip every kept results file that DEST lacks
+  mkdir -p "$2"
+  for f in "$1"/*.jsonl.gz; do
+    t="$2/$(basename "$f" .gz)"
+    [ -e "$f" ] && [ ! -e "$t" ] && gunzip -c "$f" > "$t"
+  done
+  true
+}
+rounds_keep() {  # the ledgers, every round's rollouts and the frozen set's file, into KR
+  local L; L=$(pget "$RP" p.rounds.ledger_dir); mkdir -p "$KR/ledger" "$KR/frozen"
+  cp "$L"/round-*.json "$KR/ledger/" 2>/dev/null || true
+  local C; C=$(pget "$RP" p.collect.out_dir)
+  for d in "$C"/round-*; do
+    [ -d "$d" ] || continue
+    keep "$d" "$KR/trajectories/$(basename "$d")"
+    [ -e "$d/manifest.json" ] && cp "$d/manifest.json" "$KR/trajectories/$(basename "$d")/"
+  done
+  local F; F=$(pget "$RP" p.promote.frozen_set); [ -e "$F" ] && cp "$F" "$KR/frozen/" || true
+}
+rounds_restore() {  # KR back into runs/ (what a fresh sitting lacks)
+  local L C F; L=$(pget "$RP" p.rounds.ledger_dir); C=$(pget "$RP" p.collect.out_dir)
+  F=$(pget "$RP" p.promote.frozen_set); mkdir -p "$L" "$(dirname "$F")"
+  for f in "$KR"/ledger/round-*.json; do [ -e "$f" ] && [ ! -e "$L/$(basename "$f")" ] && cp "$f" "$L/"; done
+  for d in "$KR"/trajectories/round-*; do
+    [ -d "$d" ] || continue
+    unkeep "$d" "$C/$(basename "$d")"
+    [ -e "$d/manifest.json" ] && [ ! -e "$C/$(basename "$d")/manifest.json" ] && cp "$d/manifest.json" "$C/$(basename "$d")/"
+  done
+  [ -e "$KR/frozen/$(basename "$F")" ] && [ ! -e "$F" ] && cp "$KR/frozen/$(basename "$F")" "$F"
+  true
+}
+round_eval() {  # round_eval R [N_GRID]: round R's challenger on the declared set (resumable)
+  local r=$1 tag; tag=$(printf 'round-%04d' "$1")
+  local RX; RX=$(dirname "$(pget "$RP" p.rounds.ledger_dir)")/declared/$tag.yaml
+  python -m amc.pipeline.round_eval params "$RP" "$T" "$r" "$RX" ${2:+--n-grid "$2"} >/dev/null
+  local E; E=$(pget "$RX" p.evaluate.out_dir)
+  unkeep "$KR/$tag/eval" "$E"
+  for f in "$KT"/*.jsonl.gz; do  # the kept baselines: re-selected by this value, not re-sampled
+    case "$(basename "$f")" in *+challenger__*|*+champion__*) continue ;; esac
+    t="$E/$(basename "$f" .gz)"; [ -e "$t" ] || gunzip -c "$f" > "$t"
+  done
+  local rc=0; amc evaluate -p "$RX" || rc=$?
+  keep "$E" "$KR/$tag/eval"
+  [ $rc -eq 0 ] || return $rc
+  amc report -p "$RX" && cp "$(pget "$RX" p.report.summary_file)" "$KR/$tag/evaluation.json"
+}
+rounds_main() {  # rounds 0..K-1: seed round 0, then flow + declared evaluation per round
+  local K=$1 r closed
+  # the learned value opens models:/ URIs in $MLFLOW_TRACKING_URI's store, not mlflow_uri's
+  MLFLOW_TRACKING_URI=$(pget "$RP" p.mlflow_uri); export MLFLOW_TRACKING_URI
+  rounds_restore
+  python -m amc.pipeline.round_eval seed0 "$RP" "${KTRAJ:-evidence/llm-regime/trajectories}"
+  python -m amc.pipeline.round_eval restore "$RP"  # a fresh sitting: retrain, checked
+  while :; do
+    closed=$(python -m amc.pipeline.round_eval closed "$RP")
+    for r in $closed; do  # every closed round is measured on the declared set
+      [ -e "$KR/$(printf 'round-%04d' "$r")/evaluation.json" ] && continue
+      round_eval "$r" "$([ "$r" -eq $((K - 1)) ] && echo "$GRID")"
+    done
+    [ "$(echo "$closed" | wc -w)" -ge "$K" ] && break
+    local rc=0
+    python -c "from flows.retrain_and_promote import retrain_and_promote as f; f(params_path='$RP')" || rc=$?
+    rounds_keep
+    [ $rc -eq 0 ] || exit $rc
+  done
+  rounds_keep
 }
 case "${1:-}" in
   collect)
@@ -67,9 +148,10 @@ case "${1:-}" in
     # A running evaluation's finished lines, kept now (every complete JSON line; safe while
     # the evaluation appends): commit them as they land.
     keep "$(eval_dir)" "${KEEP:-evidence/llm-regime/eval}" ;;
+  rounds) shift; rounds_main "${1:-4}" ;;
   report)
     amc report -p "$P"
     cp "$R/report/summary.json" "$A/summary.json"
     cp "$R"/plots/*.png "$A/" ;;
-  *) echo "usage: $0 collect|calibrate|value|evaluate|keep|report" >&2; exit 2 ;;
+  *) echo "usage: $0 collect|calibrate|value|evaluate|keep|rounds [K]|report" >&2; exit 2 ;;
 esac

@@ -100,6 +100,12 @@ def results_doc_cmd(
         "(repeatable)."),
     summary_title: str | None = typer.Option(
         None, help="Heading of the pipeline summary's section."),
+    rounds: Path | None = typer.Option(
+        None, "--rounds", help="The retraining rounds (a folder with ledger/round-*.json and "
+        "round-*/evaluation.json, or a resolved rounds.json): their table and plot after the "
+        "declared sections; 'no round has run yet' while none is kept."),
+    rounds_title: str = typer.Option("Rounds on the embedded prior",
+                                     help="Heading of the --rounds section."),
     intro_file: Path | None = typer.Option(
         None, help="Template of the paragraph under the title: its {fields} are filled from "
         "the summary, its calibration and value records, the first --declared file and "
@@ -146,7 +152,8 @@ def results_doc_cmd(
     written = write_results_doc(summary, plots or p.report.plots_dir, out, title=title,
                                 extra=sections, intro=intro, declared=decls,
                                 grpo=grpo_paths,  # type: ignore[arg-type]  # 3 checked above
-                                summary_title=summary_title)
+                                summary_title=summary_title,
+                                rounds=None if rounds is None else (rounds_title, rounds))
     typer.echo(f"wrote {written}")
 
 

@@ -205,7 +205,8 @@ def _record(p: PipelineParams, res: CollectResult, tags: dict[str, str] | None =
     if r is not None and res.complete:
         rounds.record_step(p, r, "collect", {
             "dir": str(res.out_dir), "seeds": list(p.collect.seeds), "tasks": res.tasks,
-            "records": res.records, "files": [f.name for f in res.files]})
+            "records": res.records, "rollouts": res.records * p.collect.rollouts,
+            "files": [f.name for f in res.files]})
     if not res.complete:
         raise RuntimeError(f"collect incomplete: see {res.out_dir / MANIFEST}")
 

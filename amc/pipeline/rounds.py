@@ -170,8 +170,9 @@ def finish_round(p: PipelineParams, d: dict[str, Any]) -> dict[str, Any] | None:
         return None
     r = int(rec["round"])
     keep = ("promote", "reason", "model", "challenger_version", "champion_version",
-            "champion_after", "metric", "tested", "delta", "se", "n_pairs", "eval_status",
-            "decided_at")
+            "champion_after", "metric", "tested", "powered", "delta", "se", "p_value",
+            "t_p_value", "mde", "lower_bound", "decision_level", "n_pairs", "n_tasks",
+            "eval_status", "decided_at")
     rec = record_step(p, r, "promote", {k: d.get(k) for k in keep})
     return close_round(p, r) if d.get("eval_status") == "complete" else rec
 

@@ -216,3 +216,17 @@ def test_a_resumed_round_reuses_its_trained_version_for_the_same_dataset(
     assert str(client.get_model_version_by_alias(MODEL, "challenger").version) == v1
     rounds.close_round(p, 0)
     assert train.reuse(p, {"content_hash": "abc"}) is None  # a closed round is never resumed
+
+
+def test_the_gate_decision_keeps_its_p_and_mde_in_the_ledger(workdir: Path) -> None:
+    write_params()
+    p = load_params()
+    rounds.open_round(p)
+    d = {"promote": False, "tested": True, "delta": 0.02, "p_value": 0.31, "mde": 0.066,
+         "n_tasks": 40, "decision_level": 0.025, "eval_status": "complete", "api_key": "x"}
+    rec = rounds.finish_round(p, d)
+    assert rec is not None and rec["status"] == "closed"
+    gate = rec["steps"]["promote"]
+    assert (gate["p_value"], gate["mde"], gate["n_tasks"], gate["decision_level"]) == \
+        (0.31, 0.066, 40, 0.025)
+    assert "api_key" not in gate

@@ -1,0 +1,129 @@
+"""The rounds report: per-round rows from hand-built ledgers and declared-set summaries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from amc.reports import rounds as rep
+from amc.reports.results_doc import write_results_doc
+
+
+def _ledger(r: int, records: int, rows: int, auc: float, promote: bool | None = None,
+            p: float = 0.2, mde: float = 0.07, status: str = "closed") -> dict[str, Any]:
+    steps: dict[str, Any] = {
+        "collect": {"records": records // 15, "rollouts": records, "seeds": [r * 1000]},
+        "dataset": {"rows": {"train": rows - 20, "validation": 10, "test": 10},
+                    "rounds": list(range(r + 1))},
+        "train": {"version": r + 1, "result": {"best_val_auc": auc, "best_val_pearson": auc - 0.2,
+                                               "best_val_mae": 0.3}}}
+    if promote is not None:
+        steps["promote"] = {"promote": promote, "tested": True, "delta": 0.01, "p_value": p,
+                            "mde": mde}
+    return {"round": r, "status": status, "seeds": [r * 1000], "steps": steps}
+
+
+def _eval(gain: float, lo: float, hi: float, p: float, ns: tuple[int, ...] = (4,)
+          ) -> dict[str, Any]:
+    k = "oracle_best"
+    paired = {f"smc@{n}+challenger": {"baseline": f"bon@{n}", "tasks": 60, "runs": 180,
+                                      k: gain + n / 1000, k + "_lo": lo, k + "_hi": hi,
+                                      k + "_p": p} for n in ns}
+    return {"paired": paired}
+
+
+def _entries() -> list[dict[str, Any]]:
+    return [{"ledger": _ledger(0, 360, 2000, 0.70, promote=True),
+             "evaluation": _eval(-0.02, -0.06, 0.02, 0.41)},
+            {"ledger": _ledger(1, 120, 2600, 0.75, promote=False, p=0.31, mde=0.066),
+             "evaluation": _eval(0.05, 0.01, 0.09, 0.012, ns=(4, 8, 15))}]
+
+
+def _write_dir(root: Path, entries: list[dict[str, Any]]) -> Path:
+    (root / "ledger").mkdir(parents=True)
+    for e in entries:
+        r = e["ledger"]["round"]
+        (root / "ledger" / f"round-{r:04d}.json").write_text(json.dumps(e["ledger"]))
+        if e["evaluation"] is not None:
+            (root / f"round-{r:04d}").mkdir()
+            (root / f"round-{r:04d}" / "evaluation.json").write_text(json.dumps(e["evaluation"]))
+    return root
+
+
+def test_row_has_size_quality_gain_with_its_sign_and_the_gate() -> None:
+    row = rep.round_row(_entries(), 0)
+    assert row["rows"] == 2000 and row["rollouts"] == 360
+    assert row["auc"] == pytest.approx(0.70) and row["pearson"] == pytest.approx(0.50)
+    assert row["gain"] == pytest.approx(-0.02 + 0.004) and row["lo"] == -0.06
+    assert row["decision"] == "promoted" and row["gate_p"] == 0.2 and row["mde"] == 0.07
+    later = rep.round_row(_entries(), 1)
+    assert later["rollouts"] == 480  # the dataset spans rounds 0 and 1: 360 + 120
+    assert later["decision"] == "kept"
+
+
+def test_table_renders_negative_gain_negative_and_rounds_in_order() -> None:
+    entries = _entries()
+    table = rep.rounds_table([rep.round_row(entries, i) for i in range(2)])
+    lines = table.splitlines()
+    assert lines[2].startswith("| 0 |") and lines[3].startswith("| 1 |")
+    assert "-0.016 [-0.060, +0.020]" in lines[2] and "| 0.41 |" in lines[2]
+    assert "+0.054 [+0.010, +0.090]" in lines[3] and "| 0.012 |" in lines[3]
+    assert "kept (tested; Δ +0.010, p 0.31, mde 0.066)" in lines[3]
+    assert "2000 / 360 (rounds 0)" in lines[2] and "2600 / 480 (rounds 0, 1)" in lines[3]
+
+
+def test_folder_is_read_in_round_order_and_a_missing_evaluation_is_shown(tmp_path: Path
+                                                                         ) -> None:
+    entries = _entries()
+    entries.append({"ledger": _ledger(2, 120, 3200, 0.78, status="open"), "evaluation": None})
+    src = _write_dir(tmp_path / "rounds", list(reversed(entries)))
+    got = rep.load_rounds(src)
+    assert [e["ledger"]["round"] for e in got] == [0, 1, 2]
+    text = "\n".join(rep.rounds_section(got, "Rounds", str(src), None))
+    row2 = next(x for x in text.splitlines() if x.startswith("| 2 |"))
+    assert "not evaluated" in row2 and "not decided (round open)" in row2
+    assert "Round 1, every N" in text  # the last *evaluated* round's grid
+    assert "| 15 | +0.065 [+0.010, +0.090] | 0.012 | 60 |" in text
+
+
+def test_a_gap_in_the_rounds_is_an_error(tmp_path: Path) -> None:
+    entries = _entries()
+    entries[1]["ledger"]["round"] = 2
+    with pytest.raises(ValueError, match=r"missing \[1\]"):
+        rep.load_rounds(_write_dir(tmp_path / "rounds", entries))
+    with pytest.raises(FileNotFoundError):
+        rep.load_rounds(tmp_path / "nowhere")
+
+
+def test_reading_calls_separable_only_with_interval_and_p() -> None:
+    entries = _entries()
+    text = "\n".join(rep.rounds_section(entries, "R", "src", None))
+    assert "Round 1 (the last evaluated): AMC − Best-of-N +0.054, separable" in text
+    assert "gain moved +0.070" in text and "promoted in rounds [0]" in text
+    entries[1]["evaluation"] = _eval(0.05, 0.01, 0.09, 0.125)
+    assert "+0.054, not separable" in "\n".join(rep.rounds_section(entries, "R", "s", None))
+
+
+def test_results_doc_places_rounds_after_declared_and_regenerates_from_its_copy(
+        tmp_path: Path) -> None:
+    src = _write_dir(tmp_path / "rounds", _entries())
+    out = tmp_path / "doc" / "results.md"
+    write_results_doc(None, tmp_path, out, rounds=("Rounds on the prior", src))
+    text = out.read_text()
+    assert "## Rounds on the prior" in text and "![rounds](results-assets/rounds.png)" in text
+    assets = out.parent / "results-assets"
+    assert (assets / "rounds.png").stat().st_size > 0
+    again = tmp_path / "doc2" / "results.md"
+    write_results_doc(None, tmp_path, again, rounds=("Rounds on the prior", assets / "rounds.json"))
+    table = [x for x in text.splitlines() if x.startswith("| ")]
+    assert table == [x for x in again.read_text().splitlines() if x.startswith("| ")]
+
+
+def test_no_round_yet(tmp_path: Path) -> None:
+    (tmp_path / "rounds").mkdir()
+    out = write_results_doc(None, tmp_path, tmp_path / "r.md",
+                            rounds=("Rounds", tmp_path / "rounds"))
+    assert rep.NO_ROUNDS in out.read_text()
