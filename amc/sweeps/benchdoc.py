@@ -10,10 +10,12 @@ measured step costs come from ``evidence/sciworld_cost.json``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from amc.sweeps import grid
 from amc.sweeps.hidden import LABEL, selection_summary
+from amc.sweeps.plots import plot_bench_beta
 from amc.sweeps.report import _twin, best_regime, describe, fmt_diff
 from amc.sweeps.select import VALUE_LABEL, compare, selection_loss
 from amc.sweeps.signflip import paired_sign_flip
@@ -215,9 +217,18 @@ TEXTCRAFT_NOTE = (
     "(WebShop, above).\n")
 
 
-def bench_sections(runs: list[dict[str, Any]]) -> list[str]:
-    """The sections after the summary: WebShop's tables and the TextCraft note."""
-    return [webshop_section(runs), TEXTCRAFT_NOTE]
+def bench_sections(runs: list[dict[str, Any]], plots: Path | None = None,
+                   link: str = "evidence") -> list[str]:
+    """The sections after the summary: WebShop's tables (and its plot, drawn under ``plots``
+    when given, linked as ``link/``) and the TextCraft note."""
+    web = webshop_section(runs)
+    cells = [*grid.of_bench(runs, "webshop", "validation"), *grid.of_bench(runs, "webshop",
+                                                                           "test")]
+    if web and any(r["cell"]["value"] == "rollout" for r in cells):
+        if plots is not None:
+            plot_bench_beta(cells, "WebShop", plots / "webshop_gain_vs_beta.png")
+        web += f"\n![WebShop gain vs beta]({link}/webshop_gain_vs_beta.png)\n"
+    return [web, TEXTCRAFT_NOTE]
 
 
 NAME = {"textcraft": "TextCraft", "webshop": "WebShop", "sciworld": "SciWorld"}

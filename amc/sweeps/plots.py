@@ -59,6 +59,35 @@ def plot_sharpen(recs: list[dict[str, Any]], out: Path) -> Path:
     return _save(fig, ax, out)
 
 
+def plot_bench_beta(recs: list[dict[str, Any]], bench: str, out: Path) -> Path:
+    """A fixed-budget benchmark's AMC - Best-of-N (oracle score, 95% interval) against beta:
+    one dashed line per validation (q, N) of the rollout value, each test cell a filled marker
+    of the same colour (the cells the choice rule sent to test)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    roll = [r for r in recs if r["cell"]["value"] == "rollout"]
+    betas = sorted({float(r["cell"]["beta"]) for r in roll})
+    groups = sorted({(r["cell"]["q"], r["cell"]["n"]) for r in roll})
+    for j, (q, n) in enumerate(groups):
+        for split, ls, mk in (("validation", "--", "o"), ("test", "", "s")):
+            pts = sorted((betas.index(float(r["cell"]["beta"])), c) for r in roll
+                         if (r["cell"]["q"], r["cell"]["n"]) == (q, n)
+                         and r["cell"]["split"] == split and (c := compare(r)) is not None)
+            if not pts:
+                continue
+            x = [i + (j - len(groups) / 2) * 0.05 for i, _ in pts]
+            err = [[p.d.mean - p.d.lo for _, p in pts], [p.d.hi - p.d.mean for _, p in pts]]
+            ax.errorbar(x, [p.d.mean for _, p in pts], yerr=err, marker=mk, capsize=3, ls=ls,
+                        color=f"C{j}", label=f"{split}, q = {q:g}, N = {n}")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xticks(range(len(betas)), [f"{b:g}" for b in betas])
+    ax.set_xlabel("β")
+    ax.set_ylabel("AMC − Best-of-N (oracle score)")
+    ax.set_title(f"{bench}: rollout value, per (q, N)")
+    ax.legend(fontsize=7, ncol=2, loc="lower left")  # the low-beta corner below 0 is empty
+    return save_png(fig, out)
+
+
 def _save(fig: Any, ax: Any, out: Path) -> Path:
     """Legend, then a reproducible PNG at ``out`` (:func:`amc.plots.save_png`)."""
     ax.legend(fontsize=8)

@@ -96,3 +96,17 @@ def test_the_readme_sentence_reports_the_validation_choice_or_its_absence():
     done = bench_sentence([*val, test], "webshop")
     p = compare(test)
     assert f"{p.d.mean:+.3f} [{p.d.lo:+.3f}, {p.d.hi:+.3f}]" in done and "over 12 pairs" in done
+
+
+def test_webshop_gets_its_gain_plot(tmp_path):
+    from amc.sweeps.benchdoc import bench_sections
+
+    recs = [*validation(), web(0.2, "test", beta=0.25)]
+    web_part = bench_sections(recs, tmp_path, "ev")[0]
+    assert "![WebShop gain vs beta](ev/webshop_gain_vs_beta.png)" in web_part
+    png = tmp_path / "webshop_gain_vs_beta.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = png.read_bytes()
+    bench_sections(recs, tmp_path, "ev")
+    assert png.read_bytes() == again  # reproducible: a regenerated document changes nothing
+    assert "webshop_gain" not in bench_sections([web(0.2, "test", value="none")], None)[0]
