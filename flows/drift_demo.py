@@ -26,6 +26,7 @@ instead (:mod:`flows.drift`). Run it (Prefect server on 127.0.0.1, see docs/pipe
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -71,14 +72,19 @@ def set_q(params_path: str, q: float) -> None:
 def row(label: str, q: float, check: dict[str, Any]) -> dict[str, Any]:
     """One point of the plot: the champion's numbers on fresh rollouts at one check."""
     now = check.get("now") or {}
+    gi = now.get("gain_interval") or {}
     return {"check": check["check"], "label": label, "q": q, "version": check["version"],
             "round": check.get("round"), "drift": check["drift"],
+            "reasons": list(check.get("reasons") or []),
+            "gain": now.get("gain"), "gain_lo": gi.get("lo"), "gain_hi": gi.get("hi"),
+            "gain_p": gi.get("p"), "baseline_gain": (check.get("baseline") or {}).get("gain"),
             "success": now.get("success"), "calibration_mae": now.get("calibration_mae"),
             "calibration_bias": now.get("calibration_bias")}
 
 
 def plot(rows: list[dict[str, Any]], out: Path) -> Path:
-    """Champion success and calibration per check (PNG), the data next to it (JSON)."""
+    """Champion gain (with interval), success and calibration per check (PNG), the data next to
+    it (JSON)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -86,7 +92,13 @@ def plot(rows: list[dict[str, Any]], out: Path) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     x = list(range(len(rows)))
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (a0, a1, a2) = plt.subplots(1, 3, figsize=(14, 4))
+    gain = [_f(r["gain"]) for r in rows]
+    err = [[g - _f(r["gain_lo"]) for g, r in zip(gain, rows, strict=True)],
+           [_f(r["gain_hi"]) - g for g, r in zip(gain, rows, strict=True)]]
+    a0.errorbar(x, gain, yerr=err, marker="o", capsize=4)
+    a0.axhline(0, color="grey", lw=0.5)
+    a0.set(ylabel="AMC - Best-of-N success (95% t interval)")
     a1.plot(x, [r["success"] for r in rows], marker="o")
     a1.set(ylabel="champion success (SMC, fresh seeds)", ylim=(0, 1.05))
     a2.plot(x, [r["calibration_mae"] for r in rows], marker="o", label="MAE")
@@ -94,7 +106,7 @@ def plot(rows: list[dict[str, Any]], out: Path) -> Path:
     a2.axhline(0, color="grey", lw=0.5)
     a2.set(ylabel="predicted - realised future reward")
     a2.legend()
-    for ax in (a1, a2):
+    for ax in (a0, a1, a2):
         ax.set_xticks(x, [f"{r['label']}\nv{r['version']}" for r in rows], fontsize=7)
         for i, r in enumerate(rows):
             if r["drift"]:
@@ -105,6 +117,20 @@ def plot(rows: list[dict[str, Any]], out: Path) -> Path:
     plt.close(fig)
     write_json_atomic(out / "drift_demo.json", rows)
     return out / "drift_demo.png"
+
+
+def _f(x: Any) -> float:
+    """A number for the plot (None: NaN, drawn as a gap)."""
+    return math.nan if x is None else float(x)
+
+
+def check_line(r: dict[str, Any]) -> str:
+    """One check in the story: its gain over Best-of-N with interval, and the verdict."""
+    gain = (f"gain {r['gain']:+.3f} [{_f(r['gain_lo']):+.3f}, {_f(r['gain_hi']):+.3f}], "
+            f"p {_f(r['gain_p']):.3f}" if r.get("gain") is not None else "gain n/a")
+    why = f" ({'; '.join(r['reasons'])})" if r["drift"] else ""
+    return (f"- check {r['check']} ({r['label']}, v{r['version']}): {gain}; "
+            f"drift={r['drift']}{why}")
 
 
 @flow(name="amc-drift-demo", log_prints=False)
@@ -128,11 +154,11 @@ def drift_demo(params_path: str = "params.yaml", q_before: float = 0.8, q_after:
     create_table_artifact(key="amc-drift-demo", table=rows,
                           description="champion per drift check")
     create_markdown_artifact(key="amc-drift-demo-story", markdown="\n".join(
-        ["# Drift demo", "", image_markdown(png, "champion's calibration per drift check"), ""]
+        ["# Drift demo", "", image_markdown(png, "champion's gain and calibration per check"),
+         ""]
         + [f"- round {d['round']}: {'PROMOTED' if d['promoted'] else 'kept'}: {d['reason']}"
            for d in decisions]
-        + [f"- check {r['check']} ({r['label']}, v{r['version']}): drift={r['drift']}"
-           for r in rows]))
+        + [check_line(r) for r in rows]))
     return {"checks": rows, "decisions": decisions, "plot": str(png)}
 
 
