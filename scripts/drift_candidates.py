@@ -124,7 +124,8 @@ def candidate(steps: int, qa: float, qb: float, root: Path) -> dict[str, Any]:
             {"stale_gain_a": ga, "stale_gain_b": gb, "fresh_gain_b": gf}.items()}
     rates = {f"{side}:{spec}": sum(v.values()) / len(v)
              for side, t in (("A", on_a), ("B", on_b)) for spec, v in t.items()}
-    return {"max_steps": steps, "q_a": qa, "q_b": qb, **mean, "success": rates, "fall": summary(fall), "recovery": summary(rec),
+    return {"max_steps": steps, "q_a": qa, "q_b": qb, **mean, "success": rates,
+            "fall": summary(fall), "recovery": summary(rec),
             "hurts": bool(fall.hi < 0 and rec.lo > 0), "models": [stale, fresh]}
 
 
