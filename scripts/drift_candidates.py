@@ -7,7 +7,13 @@ task and seed) falls from prior A to prior B, and a head retrained on B's rollou
 
 Declared before running (the candidates and the rule; nothing below was tuned on the output):
 
-- candidates, in this order: (q_A, q_B) = (0.8, 0.4), (0.8, 0.2), (0.8, 0.6), (0.4, 0.8);
+- set ``skill`` (declared and run first), candidates in this order: (q_A, q_B) = (0.8, 0.4),
+  (0.8, 0.2), (0.8, 0.6), (0.4, 0.8);
+- set ``style`` (declared after ``skill`` ran and changed nothing measurable: every
+  skill change keeps *which* states are good, so a stale head still ranks them right; a
+  change of the prior's action *style* may not): q = 0.8 with ``menu_form`` false -> true
+  (the planner's actions rewritten into the menu's own form, e.g. ``get 9 ice`` twice for
+  ``get 18 ice``: a provider's model that phrases its actions differently), then the reverse;
 - regimes, in this order: the demo's params (:func:`flows.drift_demo.demo_params`: TextCraft
   depth 2, ``smc.max_steps`` 6, 1-layer MiniLM head), then the same with a step budget of 5
   and of 4 (a tighter budget leaves Best-of-N room to fail, so AMC has room to gain: at 6
@@ -19,12 +25,15 @@ Declared before running (the candidates and the rule; nothing below was tuned on
   the exact sign-flip p (:func:`amc.stats.paired_difference`):
   ``fall`` = stale gain on B - stale gain on A; ``recovery`` = retrained gain on B - stale gain
   on B (= success of smc+retrained - smc+stale on B; Best-of-N cancels);
-- rule: the chosen change is the first (regime, candidate), regimes outer, in the orders
-  above, whose ``fall`` interval lies below 0 and whose ``recovery`` interval lies above 0;
-  none when no pair has both.
+- rule: the chosen change is the first (set, regime, candidate), sets outer, then regimes, in
+  the orders above, whose ``fall`` interval lies below 0 and whose ``recovery`` interval lies
+  above 0; none when no triple has both.
 
-``python scripts/drift_candidates.py [out.json]`` (default ``metrics/drift_candidates.json``);
-every RNG is seeded (the pipeline's seeds and the evaluation seeds below).
+``python scripts/drift_candidates.py SET [out.json]`` (default
+``metrics/drift_candidates-<SET>.json``); every RNG is seeded (the pipeline's seeds and the
+evaluation seeds below). The committed ``-skill`` file was written by this script's previous
+revision (git 64b902b: the same measurement, candidates named by ``q_a``/``q_b``); the
+``-style`` file by this one. Each cell takes 40 s on an idle 2-core CPU (2-3 min when shared).
 """
 
 from __future__ import annotations
@@ -48,7 +57,14 @@ from amc.runner import run_methods
 from amc.stats import paired_difference
 from flows.drift_demo import demo_params
 
-CANDIDATES = ((0.8, 0.4), (0.8, 0.2), (0.8, 0.6), (0.4, 0.8))
+Options = dict[str, Any]
+SETS: dict[str, tuple[tuple[Options, Options], ...]] = {
+    "skill": tuple(({"q": a}, {"q": b}) for a, b in ((0.8, 0.4), (0.8, 0.2), (0.8, 0.6),
+                                                      (0.4, 0.8))),
+    "style": (({"q": 0.8, "menu_form": False}, {"q": 0.8, "menu_form": True}),
+              ({"q": 0.8, "menu_form": True}, {"q": 0.8, "menu_form": False})),
+}
+"""Candidate (prior A options, prior B options) of each set, in the declared order."""
 TASKS = 24
 SEEDS = (500, 501, 502)
 N = 4
@@ -57,10 +73,10 @@ REGIMES = (6, 5, 4)
 STAGES = ("collect", "dataset", "train")
 
 
-def train_round(params_path: Path, q: float) -> str:
-    """One round (collect, dataset, train) on prior q; the registered head's model URI."""
+def train_round(params_path: Path, opts: Options) -> str:
+    """One round (collect, dataset, train) on the prior with ``opts``; the head's model URI."""
     data = yaml.safe_load(params_path.read_text())
-    data["prior"]["options"]["q"] = q
+    data["prior"]["options"] = dict(opts)
     params_path.write_text(yaml.safe_dump(data, sort_keys=False))
     p = load_params(params_path)
     run_round(p, STAGES, record=False)
@@ -75,11 +91,11 @@ def train_round(params_path: Path, q: float) -> str:
     return f"models:/{model_name(p)}/{max(int(v.version) for v in versions)}"
 
 
-def successes(params_path: Path, q: float, heads: dict[str, str], out: Path
+def successes(params_path: Path, opts: Options, heads: dict[str, str], out: Path
               ) -> dict[str, dict[tuple[str, int], float]]:
-    """Success per (task, seed) of bon@N and smc@N+<head> on prior q."""
+    """Success per (task, seed) of bon@N and smc@N+<head> on the prior with ``opts``."""
     p = load_params(params_path)
-    prior = p.prior.model_copy(update={"options": {**p.prior.options, "q": q}})
+    prior = p.prior.model_copy(update={"options": dict(opts)})
     specs = [f"bon@{N}", *(f"smc@{N}+{h}" for h in heads)]
     cfg = RunConfig(env=p.env, prior=prior, smc=p.smc, value=p.evaluate.zero_shot_value,
                     values={h: ValueConfig(name=p.evaluate.learned_value, options={"model": u})
@@ -107,11 +123,11 @@ def summary(d: Any) -> dict[str, Any]:
     return dict(d.to_dict())
 
 
-def candidate(steps: int, qa: float, qb: float, root: Path) -> dict[str, Any]:
-    """Train stale (q_A) and retrained (q_B) heads, evaluate, the paired fall and recovery."""
+def candidate(steps: int, qa: Options, qb: Options, root: Path) -> dict[str, Any]:
+    """Train stale (A) and retrained (B) heads, evaluate, the paired fall and recovery."""
     os.chdir(root)
     params_path = root / "params.yaml"
-    data = demo_params(qa)
+    data = demo_params()
     data["smc"]["max_steps"] = steps
     params_path.write_text(yaml.safe_dump(data, sort_keys=False))
     stale = train_round(params_path, qa)
@@ -124,12 +140,12 @@ def candidate(steps: int, qa: float, qb: float, root: Path) -> dict[str, Any]:
             {"stale_gain_a": ga, "stale_gain_b": gb, "fresh_gain_b": gf}.items()}
     rates = {f"{side}:{spec}": sum(v.values()) / len(v)
              for side, t in (("A", on_a), ("B", on_b)) for spec, v in t.items()}
-    return {"max_steps": steps, "q_a": qa, "q_b": qb, **mean, "success": rates,
+    return {"max_steps": steps, "prior_a": qa, "prior_b": qb, **mean, "success": rates,
             "fall": summary(fall), "recovery": summary(rec),
             "hurts": bool(fall.hi < 0 and rec.lo > 0), "models": [stale, fresh]}
 
 
-def one(steps: int, qa: float, qb: float) -> dict[str, Any]:
+def one(steps: int, qa: Options, qb: Options) -> dict[str, Any]:
     """One (regime, candidate) in a fresh temp dir (its own MLflow store)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="drift-cand-") as tmp:
@@ -138,30 +154,35 @@ def one(steps: int, qa: float, qb: float) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> None:
-    """Every (regime, candidate), each in its own process (MLflow caches its store per
-    process); ``--one STEPS QA QB`` runs one and prints its JSON line."""
+    """Every (regime, candidate) of a set, each in its own process (MLflow caches its store
+    per process); ``--one STEPS A_JSON B_JSON`` runs one and prints its JSON line."""
     if argv[:1] == ["--one"]:
-        print("RESULT " + json.dumps(one(int(argv[1]), float(argv[2]), float(argv[3]))))
+        row = one(int(argv[1]), json.loads(argv[2]), json.loads(argv[3]))
+        print("RESULT " + json.dumps(row))
         return
-    out = Path(argv[0] if argv else "metrics/drift_candidates.json").resolve()
+    if not argv or argv[0] not in SETS:
+        raise SystemExit(f"usage: drift_candidates.py {{{','.join(SETS)}}} [out.json]")
+    name = argv[0]
+    out = Path(argv[1] if len(argv) > 1 else f"metrics/drift_candidates-{name}.json").resolve()
     rows = []
     for steps in REGIMES:
-        for qa, qb in CANDIDATES:
-            proc = subprocess.run([sys.executable, __file__, "--one", str(steps), str(qa),
-                                   str(qb)], capture_output=True, text=True, check=False)
+        for qa, qb in SETS[name]:
+            proc = subprocess.run([sys.executable, __file__, "--one", str(steps),
+                                   json.dumps(qa), json.dumps(qb)],
+                                  capture_output=True, text=True, check=False)
             lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
             if proc.returncode or not lines:
                 raise RuntimeError(f"candidate {(steps, qa, qb)} failed:\n{proc.stderr[-3000:]}")
             rows.append(json.loads(lines[-1][len("RESULT "):]))
             print(json.dumps(rows[-1]), flush=True)
     chosen = next((r for r in rows if r["hurts"]), None)
-    doc = {"declared": {"regimes_max_steps": REGIMES, "candidates": CANDIDATES,
+    doc = {"declared": {"set": name, "regimes_max_steps": REGIMES, "candidates": SETS[name],
                         "tasks": TASKS, "seeds": SEEDS, "n": N,
                         "rule": "first (regime, candidate) with fall.hi < 0 and "
                                 "recovery.lo > 0"},
            "candidates": rows,
            "chosen": None if chosen is None else {k: chosen[k] for k in
-                                                  ("max_steps", "q_a", "q_b")}}
+                                                  ("max_steps", "prior_a", "prior_b")}}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"chosen: {doc['chosen']}")
