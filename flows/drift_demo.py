@@ -150,7 +150,7 @@ def check_line(r: dict[str, Any]) -> str:
 
 @flow(name="amc-drift-demo", log_prints=False)
 def drift_demo(params_path: str = "params.yaml", q_before: float = 0.4,
-               q_mild: float | None = 0.2, q_after: float = 1.0) -> dict[str, Any]:
+               q_mild: float | None = 0.2, q_after: float = 0.8) -> dict[str, Any]:
     """Round 0 on prior A; a change that hurts nothing (no drift); a change that does (drift);
     round 1 recovers. Returns the story."""
     set_q(params_path, q_before)

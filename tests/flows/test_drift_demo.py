@@ -50,7 +50,7 @@ def test_drift_demo_flags_what_got_worse(tmp_path: Path, prefect_server: str) ->
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
     rows = json.loads((tmp_path / "plots/drift_demo.json").read_text())
-    assert [r["q"] for r in rows] == [0.4, 0.2, 1.0, 1.0]
+    assert [r["q"] for r in rows] == [0.4, 0.2, 0.8, 0.8]
     # flagged on what got worse, not on any movement: at q = 0.2 the bias moved toward 0 by
     # more than drift.max_bias_shift (0.05; the old either-way rule flagged it): no drift
     assert [r["drift"] for r in rows] == [False, False, True, True]
@@ -74,7 +74,7 @@ def test_drift_demo_flags_what_got_worse(tmp_path: Path, prefect_server: str) ->
     assert new["promotion.decision"] == "kept" and new["promotion.champion_drifted"] == "True"
     assert new["amc.round"] == "1"
     ledger = json.loads((tmp_path / "data/rounds/round-0001.json").read_text())
-    assert ledger["prior"]["options"] == {"q": 1.0}  # the round records the prior it saw
+    assert ledger["prior"]["options"] == {"q": 0.8}  # the round records the prior it saw
 
     states, keys = asyncio.run(server_view(prefect_server, since))
     assert states["amc-drift-demo"] == {"COMPLETED"}
