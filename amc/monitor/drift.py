@@ -6,16 +6,22 @@ its predictions drift from what the prior now realises, and the SMC it twists su
 Nothing in a champion-vs-challenger evaluation notices that (both models see the same drifted
 prior), so the monitor compares the champion with *its own* record at promotion:
 
+- **gain**: the AMC gain over Best-of-N, success of SMC twisted by the champion
+  (``smc@N+champion``) minus ``bon@N``'s on the same fresh (task, seed) pairs, with its paired
+  t interval over tasks and exact sign-flip p (:func:`amc.stats.paired_difference`): what the
+  head is for, so what a stale head loses first;
+- **success**: of ``smc@N+champion`` on the fresh seeds;
 - **calibration**: mean absolute error and mean signed error (bias) of the champion's
   predicted vs the realised future reward on states of fresh prior rollouts (``bon@G``,
   ``drift.rollouts`` per task);
-- **success**: of SMC twisted by the champion (``smc@N+champion``) on fresh seeds;
 
-against ``baseline.calibration_mae``, ``baseline.calibration_bias`` and ``baseline.success``,
-which the promotion gate tags on the version it promotes (measured on the frozen evaluation
-set). Past ``drift.max_calibration_increase``, ``drift.max_bias_shift`` or
-``drift.max_success_drop`` it marks drift
-(:func:`amc.pipeline.gate_stats.drift_check`).
+against ``baseline.gain``, ``baseline.success``, ``baseline.calibration_mae`` and
+``baseline.calibration_bias``, which the promotion gate tags on the version it promotes
+(measured on the frozen evaluation set). Drift is marked on what got *worse* past a threshold:
+the gain fell by more than ``drift.max_gain_drop``, success by more than
+``drift.max_success_drop``, the MAE grew by more than ``drift.max_calibration_increase``, or
+the bias moved away from 0 by more than ``drift.max_bias_shift``
+(:func:`amc.pipeline.gate_stats.drift_check`); a calibration that improved never flags.
 
 Check k runs on the frozen evaluation set's tasks (else the evaluation's split) with the fresh
 seed block ``drift.seed_base + k * drift.seeds_per_check ...``, never an evaluation's seeds,
@@ -40,9 +46,12 @@ from amc.pipeline.calibration import model_calibration, prior_states
 from amc.pipeline.gate_stats import drift_check
 from amc.pipeline.params import PipelineParams, model_name, stage_main
 from amc.results import read_jsonl, write_json_atomic
+from amc.stats import paired_difference
 
 HISTORY = "history.jsonl"
 LATEST = "latest.json"
+QUANTITIES = ("gain", "success", "calibration_mae", "calibration_bias")
+"""What a check compares with the champion's promotion record (tags ``baseline.<q>``)."""
 
 
 def history(p: PipelineParams) -> list[dict[str, Any]]:
@@ -75,7 +84,7 @@ def monitor_tasks(p: PipelineParams) -> list[str]:
 def baseline_of(tags: dict[str, str]) -> dict[str, float | None]:
     """The champion's promotion-time calibration and success (None when not recorded)."""
     out: dict[str, float | None] = {}
-    for k in ("calibration_mae", "calibration_bias", "success"):
+    for k in QUANTITIES:
         try:
             out[k] = float(tags[f"baseline.{k}"])
         except (KeyError, ValueError):
@@ -85,25 +94,35 @@ def baseline_of(tags: dict[str, str]) -> dict[str, float | None]:
 
 def measure(p: PipelineParams, uri: str, tasks: list[str], seeds: tuple[int, ...],
             out_dir: Path, k: int) -> dict[str, Any]:
-    """Fresh prior rollouts and champion runs; the champion's calibration and success now."""
+    """Fresh prior rollouts and champion runs; the champion's calibration, success and AMC
+    gain over Best-of-N (paired by task and seed, with its t interval and sign-flip p) now."""
     from amc.runner import run_methods
 
     g, n = p.drift.rollouts, p.promote.n or max(p.evaluate.n_grid)
-    prior_spec, champ_spec = f"bon@{g}", f"smc@{n}+champion"
+    prior_spec, bon_spec, champ_spec = f"bon@{g}", f"bon@{n}", f"smc@{n}+champion"
+    specs = tuple(dict.fromkeys((prior_spec, bon_spec, champ_spec)))
     cfg = RunConfig(env=p.env, prior=p.prior, smc=p.smc, value=p.evaluate.zero_shot_value,
                     values={"champion": ValueConfig(name=p.evaluate.learned_value,
                                                     options={"model": uri})},
-                    methods=(prior_spec, champ_spec), task_ids=tuple(tasks), seeds=seeds,
+                    methods=specs, task_ids=tuple(tasks), seeds=seeds,
                     max_concurrent_tasks=p.evaluate.max_concurrent_tasks,
                     max_concurrent_particles=p.evaluate.max_concurrent_particles,
                     out_dir=out_dir)
     results = asyncio.run(run_methods(cfg, progress=False)).results
     pairs = prior_states(results, [prior_spec], p.drift.calibration_states, k)
-    runs = [r for key, rs in results.items() if key.startswith(champ_spec + "#") for r in rs]
-    success = sum(float(r.metrics["success"]) for r in runs) / len(runs) if runs else None
+    champ, bon = by_pair(results, champ_spec), by_pair(results, bon_spec)
+    success = sum(champ.values()) / len(champ) if champ else None
+    gain = paired_difference(champ, bon).to_dict() if champ and bon else None
     return {**model_calibration(p, uri, pairs), "success": success,
-            "calibration_states": len(pairs), "champion_runs": len(runs),
-            "methods": [prior_spec, champ_spec]}
+            "gain": None if gain is None else gain["mean"], "gain_interval": gain,
+            "calibration_states": len(pairs), "champion_runs": len(champ),
+            "methods": list(specs)}
+
+
+def by_pair(results: dict[str, list[Any]], spec: str) -> dict[tuple[str, int], float]:
+    """Success of one method spec per (task, seed)."""
+    return {(str(r.task_id), int(r.seed)): float(r.metrics["success"])
+            for key, rs in results.items() if key.startswith(spec + "#") for r in rs}
 
 
 def monitor(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
@@ -129,7 +148,7 @@ def monitor(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
     d = p.drift
     verdict = drift_check(baseline, now, max_calibration_increase=d.max_calibration_increase,
                           max_bias_shift=d.max_bias_shift,
-                          max_success_drop=d.max_success_drop)
+                          max_success_drop=d.max_success_drop, max_gain_drop=d.max_gain_drop)
     rec.update(seeds=list(seeds), baseline=baseline, now=now, **verdict.as_dict())
     write_json_atomic(out / "drift.json", rec)
     write_json_atomic(p.drift.out_dir / LATEST, rec)
@@ -141,6 +160,7 @@ def monitor(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
                      "drift.calibration_mae": str(now["calibration_mae"]),
                      "drift.calibration_bias": str(now["calibration_bias"]),
                      "drift.success": str(now["success"]),
+                     "drift.gain": str(now["gain"]),
                      "drift.prior": json.dumps(rec["prior"], sort_keys=True)[:500]}.items():
         client.set_model_version_tag(name, version, key, val)
     if track:
@@ -157,7 +177,7 @@ def markdown(rec: dict[str, Any]) -> str:
              f"- seeds: {rec.get('seeds')}", ""]
     if rec["drift"] is not None:
         lines += ["| quantity | at promotion | now |", "|---|---|---|"]
-        for q in ("calibration_mae", "calibration_bias", "success"):
+        for q in QUANTITIES:
             lines.append(f"| {q} | {rec['baseline'].get(q)} | {rec['now'].get(q)} |")
     lines += ["", *(f"- {r}" for r in rec["reasons"])]
     return "\n".join(lines) + "\n"
@@ -173,8 +193,7 @@ def _log_run(p: PipelineParams, rec: dict[str, Any]) -> None:
                    round_=rec.get("round"), detail="drift" if rec["drift"] else "ok"):
         mlflow.log_metrics({f"{q}.{k}": float(v) for q in ("baseline", "now")
                             for k, v in rec[q].items()
-                            if k in ("calibration_mae", "calibration_bias", "success")
-                            and v is not None})
+                            if k in QUANTITIES and v is not None})
         mlflow.log_metric("drift", float(bool(rec["drift"])))
         mlflow.log_dict(rec, "drift.json")
         mlflow.log_text(markdown(rec), "drift.md")

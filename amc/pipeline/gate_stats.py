@@ -39,10 +39,11 @@ Guards veto a challenger whatever its primary metric: it may not spend more than
 absolute error of predicted vs realised future reward) by more than ``max_calibration_increase``.
 
 Drift. The monitor compares the champion on fresh rollouts of the current prior with what was
-recorded when it was promoted: drift when its calibration error (MAE) grew, its calibration
-bias (mean predicted - realised future reward) moved either way, or its success fell, by more
-than a threshold (each in its own units). The bias is the sharper signal of a prior that got
-worse (realised rewards fall: the bias rises) or better.
+recorded when it was promoted, and flags only what got *worse*: its AMC gain over Best-of-N
+(success of SMC twisted by it minus Best-of-N's, same tasks and seeds) fell, its success fell,
+its calibration error (MAE) grew, or its calibration bias (mean predicted - realised future
+reward) moved away from 0, each by more than a threshold in its own units. A calibration that
+improved (MAE down, bias toward 0) never flags: a head that predicts better has not drifted.
 """
 
 from __future__ import annotations
@@ -258,6 +259,10 @@ class DriftCheck:
     bias_shift: float | None
     """Change of the calibration bias since promotion (now - then)."""
     success_drop: float | None
+    bias_growth: float | None = None
+    """Growth of the bias's magnitude since promotion (|now| - |then|; < 0: it improved)."""
+    gain_drop: float | None = None
+    """Fall of the AMC gain over Best-of-N since promotion (then - now)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "reasons": list(self.reasons)}
@@ -265,14 +270,26 @@ class DriftCheck:
 
 def drift_check(baseline: Mapping[str, float | None], now: Mapping[str, float | None], *,
                 max_calibration_increase: float, max_bias_shift: float,
-                max_success_drop: float) -> DriftCheck:
-    """Drift when the calibration error rose, the bias moved (either way) or success fell past
-    its threshold since promotion.
+                max_success_drop: float, max_gain_drop: float = math.inf) -> DriftCheck:
+    """Drift when something got worse past its threshold since promotion: the AMC gain over
+    Best-of-N fell, success fell, the calibration error rose, or the bias moved away from 0.
 
-    ``baseline`` and ``now`` hold ``calibration_mae``, ``calibration_bias`` and ``success``; a
-    quantity missing on either side is not checked (its change is None).
+    ``baseline`` and ``now`` hold ``gain``, ``success``, ``calibration_mae`` and
+    ``calibration_bias``; a quantity missing on either side is not checked (its change is
+    None). Improvements never flag: a lower MAE, a bias closer to 0 (whichever side), a higher
+    gain or success.
     """
     reasons = []
+    gb, gn = _num(baseline.get("gain")), _num(now.get("gain"))
+    gdrop = None if gb is None or gn is None else gb - gn
+    if gdrop is not None and gdrop > max_gain_drop:
+        reasons.append(f"AMC gain over Best-of-N {gn:+.3f} vs {gb:+.3f} at promotion "
+                       f"(-{gdrop:.3f} > {max_gain_drop:g})")
+    sb, sn = _num(baseline.get("success")), _num(now.get("success"))
+    drop = None if sb is None or sn is None else sb - sn
+    if drop is not None and drop > max_success_drop:
+        reasons.append(f"success {sn:.3f} vs {sb:.3f} at promotion "
+                       f"(-{drop:.3f} > {max_success_drop:g})")
     cb, cn = _num(baseline.get("calibration_mae")), _num(now.get("calibration_mae"))
     cal = None if cb is None or cn is None else cn - cb
     if cal is not None and cal > max_calibration_increase:
@@ -280,15 +297,11 @@ def drift_check(baseline: Mapping[str, float | None], now: Mapping[str, float | 
                        f"(+{cal:.4f} > {max_calibration_increase:g})")
     bb, bn = _num(baseline.get("calibration_bias")), _num(now.get("calibration_bias"))
     bias = None if bb is None or bn is None else bn - bb
-    if bias is not None and abs(bias) > max_bias_shift:
+    growth = None if bb is None or bn is None else abs(bn) - abs(bb)
+    if growth is not None and growth > max_bias_shift:
         reasons.append(f"calibration bias {bn:+.4f} vs {bb:+.4f} at promotion "
-                       f"(moved {bias:+.4f}, beyond {max_bias_shift:g})")
-    sb, sn = _num(baseline.get("success")), _num(now.get("success"))
-    drop = None if sb is None or sn is None else sb - sn
-    if drop is not None and drop > max_success_drop:
-        reasons.append(f"success {sn:.3f} vs {sb:.3f} at promotion "
-                       f"(-{drop:.3f} > {max_success_drop:g})")
-    return DriftCheck(bool(reasons), tuple(reasons), cal, bias, drop)
+                       f"(|bias| grew {growth:+.4f}, beyond {max_bias_shift:g})")
+    return DriftCheck(bool(reasons), tuple(reasons), cal, bias, drop, growth, gdrop)
 
 
 def _num(x: object) -> float | None:

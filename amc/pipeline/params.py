@@ -172,10 +172,14 @@ class DriftParams(Frozen):
     """Drift when the champion's calibration error (MAE) grew by more than this since
     promotion (reward units)."""
     max_bias_shift: float = Field(0.05, ge=0)
-    """Drift when the mean of predicted - realised future reward moved by more than this
-    (either way) since promotion."""
+    """Drift when the magnitude of the bias (mean predicted - realised future reward) grew by
+    more than this since promotion (|now| - |then|; a bias moving toward 0 never flags)."""
     max_success_drop: float = Field(0.2, ge=0)
     """Drift when the champion's success fell by more than this since promotion."""
+    max_gain_drop: float = Field(0.1, ge=0)
+    """Drift when the champion's AMC gain over Best-of-N (success of smc@N+champion minus
+    bon@N on the check's fresh seeds) fell by more than this below its gain at promotion
+    (tag ``baseline.gain``; success units)."""
     calibration_states: int = Field(200, ge=10)
     """At most this many (state, realised future reward) pairs per check."""
     trigger: str | None = "amc-retrain-and-promote/retrain-and-promote"

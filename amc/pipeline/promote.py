@@ -21,9 +21,10 @@ it "decided without a test", why, and how many tasks would do (``tested: false``
 It never promotes a model whose evaluation failed or is incomplete, nor one whose evaluation is
 stale (the challenger or champion alias moved since the evaluation resolved them). The decision
 and its evidence go to ``metrics/promotion.json``, to tags on the challenger's model version
-(``promotion.*``; a promoted version also gets ``baseline.calibration_mae`` and
-``baseline.success``, which the drift monitor compares fresh rollouts with), and to an MLflow
-run (experiment ``amc-promote``) with the decision as an artifact.
+(``promotion.*``; a promoted version also gets ``baseline.calibration_mae``,
+``baseline.calibration_bias``, ``baseline.success`` and ``baseline.gain`` (success of
+``smc@N+challenger`` minus ``bon@N``), which the drift monitor compares fresh rollouts with),
+and to an MLflow run (experiment ``amc-promote``) with the decision as an artifact.
 """
 
 from __future__ import annotations
@@ -221,14 +222,16 @@ def measure_guards(p: PipelineParams, eval_json: dict[str, Any],
     methods = eval_json.get("methods") or {}
     priors = [s for s, m in methods.items() if m.get("role") in ("bon", "react")]
     pairs = prior_states(results, priors, p.promote.calibration_states, 0)
+    bon = (methods.get(f"bon@{n}") or {}).get("success")
     out: dict[str, dict[str, Any]] = {}
     for role in ("challenger", "champion"):
         m = (eval_json.get("models") or {}).get(role)
         spec = methods.get(f"smc@{n}+{role}")
         if not m or spec is None:
             continue
-        out[role] = {"tokens_per_task": spec.get("tokens_per_task"),
-                     "success": spec.get("success"),
+        mine = spec.get("success")
+        out[role] = {"tokens_per_task": spec.get("tokens_per_task"), "success": mine,
+                     "gain": None if mine is None or bon is None else mine - bon,
                      **model_calibration(p, m["uri"], pairs),
                      "calibration_states": len(pairs)}
     return out
@@ -341,7 +344,7 @@ def evidence_tags(d: dict[str, Any]) -> dict[str, str]:
               "n_tasks", "n_pairs", "eval_set", "decided_at"):
         tags[f"promotion.{k}"] = str(d.get(k))
     mine = (d.get("guards") or {}).get("challenger") or {}
-    for k in ("tokens_per_task", "calibration_mae", "calibration_bias", "success"):
+    for k in ("tokens_per_task", "calibration_mae", "calibration_bias", "success", "gain"):
         tags[f"promotion.challenger_{k}"] = str(mine.get(k))
         if d["promote"]:
             tags[f"baseline.{k}"] = str(mine.get(k))

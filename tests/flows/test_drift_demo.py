@@ -37,7 +37,7 @@ async def server_view(url: str, since: datetime) -> tuple[dict[str, set[str]], s
     return states, {a.key for a in arts if a.created and a.created >= since}
 
 
-def test_drift_demo_flags_drift_and_recovers(tmp_path: Path, prefect_server: str) -> None:
+def test_drift_demo_flags_what_got_worse(tmp_path: Path, prefect_server: str) -> None:
     import mlflow
 
     since = datetime.now(UTC)
@@ -50,23 +50,31 @@ def test_drift_demo_flags_drift_and_recovers(tmp_path: Path, prefect_server: str
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
     rows = json.loads((tmp_path / "plots/drift_demo.json").read_text())
-    assert [r["drift"] for r in rows] == [False, True, False]
-    assert [r["q"] for r in rows] == [0.8, 0.4, 0.4]
-    assert rows[0]["version"] == rows[1]["version"] != rows[2]["version"]  # retrained head
-    # it recovers: the new champion's calibration on prior B is back near its promotion's
-    assert abs(rows[2]["calibration_bias"]) < abs(rows[1]["calibration_bias"])
+    assert [r["q"] for r in rows] == [0.4, 0.2, 0.8, 0.8]
+    # flagged on what got worse, not on any movement: at q = 0.2 the bias moved toward 0 by
+    # more than drift.max_bias_shift (0.05; the old either-way rule flagged it): no drift
+    assert [r["drift"] for r in rows] == [False, False, True, True]
+    mild, hurt = rows[1], rows[2]
+    assert abs(mild["calibration_bias"]) < abs(mild["baseline_calibration_bias"]) - 0.05
+    assert mild["reasons"] == []
+    assert abs(hurt["calibration_bias"]) > abs(hurt["baseline_calibration_bias"]) + 0.05
+    assert hurt["reasons"] and all("grew" in r for r in hurt["reasons"])
+    for r in rows:  # each check carries the gain over Best-of-N with its paired interval
+        assert r["gain_lo"] <= r["gain"] <= r["gain_hi"] and 0 <= r["gain_p"] <= 1
+    # the retrained toy head is not better calibrated: the gate keeps the drifted champion
+    assert len({r["version"] for r in rows}) == 1
     assert (tmp_path / "plots/drift_demo.png").stat().st_size > 10_000
 
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlruns/mlflow.db")
     model = client.get_registered_model("amc-value-textcraft")
-    assert str(model.aliases["champion"]) == rows[2]["version"]
-    old = client.get_model_version("amc-value-textcraft", rows[1]["version"]).tags
-    new = client.get_model_version("amc-value-textcraft", rows[2]["version"]).tags
-    assert old["drift.status"] == "drift" and new["drift.status"] == "ok"
-    assert new["promotion.decision"] == "promoted" and new["promotion.champion_drifted"] == "True"
+    assert str(model.aliases["champion"]) == rows[0]["version"]
+    old = client.get_model_version("amc-value-textcraft", rows[0]["version"]).tags
+    new = client.get_model_version("amc-value-textcraft", str(int(rows[0]["version"]) + 1)).tags
+    assert old["drift.status"] == "drift" and "drift.gain" in old and "baseline.gain" in old
+    assert new["promotion.decision"] == "kept" and new["promotion.champion_drifted"] == "True"
     assert new["amc.round"] == "1"
     ledger = json.loads((tmp_path / "data/rounds/round-0001.json").read_text())
-    assert ledger["prior"]["options"] == {"q": 0.4}  # the round records the prior it saw
+    assert ledger["prior"]["options"] == {"q": 0.8}  # the round records the prior it saw
 
     states, keys = asyncio.run(server_view(prefect_server, since))
     assert states["amc-drift-demo"] == {"COMPLETED"}

@@ -4,7 +4,7 @@ A real (tiny) learned value: the mean realised future reward at each step index,
 rollouts that the collect stage gathered from the prior at skill q = 0.8, registered and
 promoted through the real gate (which records its baseline). The monitor then checks the
 champion on fresh rollouts: with the same prior it sees no drift; after the prior changes to
-q = 0.2 the value over-predicts and the SMC it twists succeeds less: drift.
+q = 0.2 its calibration error grows: drift (its bias rises toward 0, which alone is no drift).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def textcraft(workdir: Path) -> Path:
                             learned_value="registry-stepmean")
     data["promote"].update(calibration_states=400)
     data["drift"] = {"rollouts": 8, "seeds_per_check": 2, "calibration_states": 400,
-                     "max_success_drop": 0.2}
+                     "max_success_drop": 0.2, "max_calibration_increase": 0.05}
     Path("params.yaml").write_text(yaml.safe_dump(data))
     return workdir
 
@@ -125,6 +125,9 @@ def test_monitor_flags_drift_when_the_prior_changes(textcraft: Path) -> None:
     set_q(0.2)  # the provider swapped a much weaker model in behind the API
     moved = drift.monitor(load_params("params.yaml"))
     assert moved["drift"] is True and moved["reasons"], moved["now"]
+    # what got worse flags (its error grew); its bias moved toward 0, which alone never would
+    assert moved["calibration_increase"] > 0.05 and "calibration error" in moved["reasons"][0]
+    assert not any("bias" in r for r in moved["reasons"]) and moved["bias_growth"] < 0
     assert moved["check"] == 1 and moved["seeds"] == [100002, 100003]
     assert moved["prior"]["options"] == {"q": 0.2}  # attributed to the prior's identity
     assert moved["bias_shift"] > same["bias_shift"]  # it over-predicts the weaker prior

@@ -65,6 +65,9 @@ def test_better_challenger_is_promoted_worse_is_kept(workdir: Path) -> None:
     assert float(t["baseline.calibration_mae"]) == pytest.approx(g["challenger"]
                                                                  ["calibration_mae"])
     assert float(t["baseline.success"]) == pytest.approx(g["challenger"]["success"])
+    # the gain the drift monitor compares with: AMC's success minus Best-of-N's, same N
+    gain = ev["methods"]["smc@8+challenger"]["success"] - ev["methods"]["bon@8"]["success"]
+    assert float(t["baseline.gain"]) == pytest.approx(gain) == g["challenger"]["gain"]
     assert "PROMOTED" in promote.markdown(d) and "calibration_mae" in promote.markdown(d)
 
     # a guard vetoes a challenger that wins the test (decide is pure: same evaluation)
