@@ -21,7 +21,7 @@ learns the prior as it is now):
 Each check records the champion's AMC gain over Best-of-N with its paired interval. At this
 toy scale the gain does not move: ``scripts/drift_candidates.py`` measured that no declared
 skill or action-style change makes a stale head's gain over Best-of-N fall measurably, nor a
-retrained head's rise above it (``metrics/drift_candidates-*.json``; docs/pipeline.md), and
+retrained head's rise above it (``evidence/drift/candidates-*.json``; docs/pipeline.md), and
 in this demo the retrained toy head (one round of 32 rollouts, 2 epochs) is not better
 calibrated either, so the gate keeps the drifted champion and the last check still marks drift.
 

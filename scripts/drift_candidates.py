@@ -30,7 +30,7 @@ Declared before running (the candidates and the rule; nothing below was tuned on
   above 0; none when no triple has both.
 
 ``python scripts/drift_candidates.py SET [out.json]`` (default
-``metrics/drift_candidates-<SET>.json``); every RNG is seeded (the pipeline's seeds and the
+``evidence/drift/candidates-<SET>.json``); every RNG is seeded (the pipeline's seeds and the
 evaluation seeds below). The committed ``-skill`` file was written by this script's previous
 revision (git 64b902b: the same measurement, candidates named by ``q_a``/``q_b``); the
 ``-style`` file by this one. Each cell takes 40 s on an idle 2-core CPU (2-3 min when shared).
@@ -163,7 +163,7 @@ def main(argv: list[str]) -> None:
     if not argv or argv[0] not in SETS:
         raise SystemExit(f"usage: drift_candidates.py {{{','.join(SETS)}}} [out.json]")
     name = argv[0]
-    out = Path(argv[1] if len(argv) > 1 else f"metrics/drift_candidates-{name}.json").resolve()
+    out = Path(argv[1] if len(argv) > 1 else f"evidence/drift/candidates-{name}.json").resolve()
     rows = []
     for steps in REGIMES:
         for qa, qb in SETS[name]:
