@@ -48,6 +48,7 @@ import yaml
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+from amc.plots import pyplot, save_png
 from amc.results import write_json_atomic
 from flows._artifacts import image_markdown
 from flows._common import params
@@ -100,11 +101,7 @@ def row(label: str, q: float, check: dict[str, Any]) -> dict[str, Any]:
 def plot(rows: list[dict[str, Any]], out: Path) -> Path:
     """Champion gain (with interval), success and calibration per check (PNG), the data next to
     it (JSON)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     out.mkdir(parents=True, exist_ok=True)
     x = list(range(len(rows)))
     fig, (a0, a1, a2) = plt.subplots(1, 3, figsize=(14, 4))
@@ -127,9 +124,7 @@ def plot(rows: list[dict[str, Any]], out: Path) -> Path:
             if r["drift"]:
                 ax.axvline(i, color="C3", alpha=0.3, lw=6)
     fig.suptitle("drift demo: champion per check (red = drift marked)")
-    fig.tight_layout()
-    fig.savefig(out / "drift_demo.png", dpi=110)
-    plt.close(fig)
+    save_png(fig, out / "drift_demo.png")
     write_json_atomic(out / "drift_demo.json", rows)
     return out / "drift_demo.png"
 
