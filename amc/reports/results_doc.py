@@ -33,6 +33,7 @@ from typing import Any
 
 from amc.reports.declared import declared_section
 from amc.reports.run_summary import describe_config, load_run_summary, upgrade_summary
+from amc.reports.table import plus_minus
 from amc.results import write_json_atomic
 
 METRICS = (("deployable_reward", "deployable (value-selected)"),
@@ -49,10 +50,7 @@ def _nan(x: Any) -> bool:
 
 def _pm(m: Mapping[str, Any], k: str) -> str:
     """``mean ± s.e.``; ``n/a`` when not measured (no selection value), no s.e. for one task."""
-    if _nan(m.get(k)):
-        return "n/a"
-    se = m.get(k + "_se")
-    return f"{m[k]:.3f}" if _nan(se) else f"{m[k]:.3f} ± {se:.3f}"
+    return plus_minus(m.get(k), m.get(k + "_se"))
 
 
 def _table(methods: Mapping[str, Mapping[str, Any]]) -> str:
