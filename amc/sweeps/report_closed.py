@@ -24,6 +24,24 @@ def split_closed(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
     return [r for r in runs if not r["cell"].get("menu_form")], after
 
 
+def variant(rec: dict[str, Any], values: dict[str, dict[str, Any]]) -> str:
+    """The learned value's variant in words, from its recorded value-stage params (the cell
+    name does not say it: issue 30's candidates share cell settings)."""
+    vp = values.get(str(rec.get("value_model_hash")), {}).get("params")
+    if rec["cell"]["value"] != "learned" or not vp:
+        return ""
+    parts = ["Bernoulli head" if vp.get("loss") == "bce" else "regression head"]
+    if vp.get("calibration", "none") != "none":
+        parts.append(f"{vp['calibration']} calibration")
+    if vp.get("state_rollouts"):
+        parts.append(f"{vp['state_rollouts']} more rollouts per state")
+    if vp.get("targets") == "td":
+        parts.append(f"TD(λ = {vp.get('td_lambda'):g}) targets")
+    if vp.get("smc_states"):
+        parts.append("plus AMC-visited states")
+    return "; ".join(parts)
+
+
 def _figures(rec: dict[str, Any], values: dict[str, dict[str, Any]]) -> str:
     if rec["cell"]["value"] != "learned":
         return "–"
@@ -51,7 +69,9 @@ def closed_section(after: list[dict[str, Any]], values: dict[str, dict[str, Any]
         p, dep = compare(r), deployable(r)
         if p is None:
             raise ValueError(f"{r['name']}: rows without the oracle metric")
-        lines.append(f"| {r['cell']['split']} | {describe(r['cell'])} | {p.d.pairs} "
+        v = variant(r, values)
+        lines.append(f"| {r['cell']['split']} | {describe(r['cell'])}{f' ({v})' if v else ''} "
+                     f"| {p.d.pairs} "
                      f"({p.d.tasks}) | {p.a:.3f} | {p.b:.3f} | {fmt_diff(p)} | "
                      f"{fmt_diff(dep[1]) if dep else '–'} | {_figures(r, values)} |")
     return "\n".join(lines) + "\n"

@@ -37,3 +37,22 @@ def test_closed_cells_are_listed_apart_and_the_rest_of_the_document_is_unchanged
         runs, quality, None, "evidence", values)
     assert "0.700, 0.400, 0.050, 0.200" in section  # the learned twin's offline figures
     assert section.count("\n| ") == 3  # header + 2 cells (the separator line starts "|---")
+
+
+def test_the_learned_value_variant_is_named_from_its_recorded_params():
+    from amc.sweeps.report_closed import variant
+
+    def rec(value: str = "learned") -> dict:
+        return {"cell": {"value": value}, "value_model_hash": "h"}
+
+    def vals(**vp) -> dict:
+        base = {"loss": "mse", "calibration": "none", "state_rollouts": 0, "targets": "return",
+                "td_lambda": 0.8, "smc_states": False}
+        return {"h": {"params": {**base, **vp}}}
+
+    assert variant(rec(), vals()) == "regression head"
+    assert variant(rec(), vals(loss="bce", calibration="isotonic", state_rollouts=4)) == (
+        "Bernoulli head; isotonic calibration; 4 more rollouts per state")
+    assert variant(rec(), vals(loss="bce", targets="td", smc_states=True)) == (
+        "Bernoulli head; TD(λ = 0.8) targets; plus AMC-visited states")
+    assert variant(rec("rollout"), vals()) == "" and variant(rec(), {}) == ""
