@@ -16,7 +16,7 @@ the experiment's name as a suffix).
 from __future__ import annotations
 
 import argparse
-import contextlib
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -66,12 +66,18 @@ def harvest(repo: Path, out: Path) -> list[Path]:
             continue  # an experiment of another stage (e.g. the value alone)
         rec = json.loads(text)
         rec["experiment"] = ref.rsplit("/", 1)[-1]
+        try:  # the value this experiment trained (or checked out)
+            qtext: str | None = git(repo, "show", f"{ref}:{QUALITY}")
+        except subprocess.CalledProcessError:
+            qtext = None
+        if qtext is not None and rec.get("value_model_hash") == json.loads(qtext).get(
+                "model_hash"):
+            rec["value_model_hash"] = value_id(json.loads(qtext))  # with its calibration
         p = save(rec, out / "runs", rec["experiment"])
         if p is not None:
             written.append(p)
-        # the value this experiment trained (or checked out), by its content hash
-        with contextlib.suppress(subprocess.CalledProcessError):
-            written += save_quality(git(repo, "show", f"{ref}:{QUALITY}"), out)
+        if qtext is not None:
+            written += save_quality(qtext, out)
     quality = repo / QUALITY
     if quality.is_file():
         (out / "value_quality.json").write_text(quality.read_text())
@@ -80,13 +86,26 @@ def harvest(repo: Path, out: Path) -> list[Path]:
     return written
 
 
+def value_id(quality: dict[str, Any]) -> str:
+    """Which value a cell applied: the model's content hash, and -- when the value stage fitted
+    a calibration (``calibration.json`` beside the weights, which the model hash does not
+    cover) -- its method and a digest of its fitted parameters. Without this, issue 30's
+    Bernoulli head with and without Platt calibration share one hash."""
+    cal = quality.get("calibration") or {}
+    h = str(quality["model_hash"])
+    if cal.get("method", "none") == "none":
+        return h
+    digest = hashlib.sha256(json.dumps(cal, sort_keys=True).encode()).hexdigest()[:8]
+    return f"{h}-{cal['method']}-{digest}"
+
+
 def save_quality(text: str, out: Path) -> list[Path]:
-    """``values/<model hash>.json``: every value's quality stays, for the cells that used it
-    (issue 30 compares value variants' held-out figures with their cells' gains)."""
-    model_hash = json.loads(text).get("model_hash")
-    if not model_hash:
+    """``values/<value id>.json`` (:func:`value_id`): every value's quality stays, for the cells
+    that used it (issue 30 compares value variants' held-out figures with their cells' gains)."""
+    q = json.loads(text)
+    if not q.get("model_hash"):
         return []
-    path = out / "values" / f"{model_hash}.json"
+    path = out / "values" / f"{value_id(q)}.json"
     if path.is_file() and path.read_text() == text:
         return []
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -215,3 +215,29 @@ def test_the_deployable_shortfall_is_explained_by_its_measured_selection_loss():
     met = render([with_deployable(record(0.4, value="learned", beta=0.5, tasks=60, seed=21),
                                   0.5, 13)], None, None, "e")
     assert "Why the deployable" not in met
+
+
+def test_a_calibrated_value_is_a_value_of_its_own(tmp_path: Path):
+    """Same weights, with and without a fitted calibration: two values, not one hash."""
+    from amc.sweeps.harvest import value_id
+
+    repo = tmp_path / "repo"
+    (repo / "sweeps/out").mkdir(parents=True)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git[:3], "init", "-q"], check=True)
+    cals = ({"method": "none", "params": {}}, {"method": "platt", "params": {"a": 2.0, "b": -1.0}})
+    for i, cal in enumerate(cals):
+        rec = {**record(0.1, value="learned", seed=i), "name": f"cell{i}", "value_model_hash": "m"}
+        (repo / "sweeps/out/runs.json").write_text(json.dumps(rec))
+        (repo / "sweeps/out/value_quality.json").write_text(
+            json.dumps({"model_hash": "m", "calibration": cal}))
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", f"exp {i}"], check=True)
+        subprocess.run([*git, "update-ref", f"refs/exps/aa/bb/exp{i}", "HEAD"], check=True)
+    harvest(repo, tmp_path / "ev")
+    ids = [json.loads((tmp_path / f"ev/runs/cell{i}.json").read_text())["value_model_hash"]
+           for i in range(2)]
+    assert ids[0] == "m" and ids[1] == value_id({"model_hash": "m", "calibration": cals[1]})
+    assert ids[1].startswith("m-platt-")
+    for i, v in enumerate(ids):
+        assert json.loads((tmp_path / f"ev/values/{v}.json").read_text())["calibration"] == cals[i]
