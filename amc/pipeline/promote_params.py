@@ -28,7 +28,8 @@ class OfflineGuard(Frozen):
     none is determined, the documented default ``log_loss``: a proper score of the eventual
     success that punishes confident scores of lost states (the low end that steers small-beta
     SMC) and, unlike the doomed-state figures, needs no planner, so every benchmark can
-    compute it. (With 7 of 12 candidates run, 3 values per setting: none is determined.)
+    compute it. The section says which, if any, is determined now; switching the default
+    is a decision for when it is (a change of this field, with the evidence cited).
     """
 
     figure: OfflineFigure = "log_loss"

@@ -90,7 +90,9 @@ def _setting(cand: Candidate) -> Setting:
 
 def _words(d: dict[str, Any] | Setting, empty: str) -> str:
     items = sorted(dict(d).items())
-    return ", ".join(f"{k} = {v}" for k, v in items) if items else empty
+    text = {True: "true", False: "false"}
+    return ", ".join(f"{k} = {text[v] if isinstance(v, bool) else v}" for k, v in items
+                     ) if items else empty
 
 
 def _fig(off: dict[str, Any] | None, f: str) -> str:
@@ -249,7 +251,9 @@ def _predict_lines(protocol: Protocol, cells: dict[str, list[dict[str, Any]]],
              "Spearman ρ across the run candidates' values at one setting between each figure "
              "(signed: ρ > 0 when the better figure — higher AUC, lower log-loss, ratio or "
              "doomed score — goes with the larger gain) and the validation gain, with its exact "
-             "permutation p (two-sided, unadjusted for the figures and settings compared).\n",
+             "permutation p (two-sided, unadjusted for the figures and settings compared). One "
+             "column per setting: a value run at several settings is one point in each, not "
+             "pooled (its gain depends on the setting too).\n",
              "| figure | " + " | ".join(_words(k, "base") for k in keys) + " |",
              "|---|" + "---|" * len(keys)]
     for f in FIGURES:

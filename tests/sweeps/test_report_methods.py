@@ -54,20 +54,22 @@ def test_section_matches_the_committed_cells_and_values():
                 and r["cell"]["value"] == "learned" and r["cell"]["beta"] == c.cell["beta"]
                 and r["cell"]["sharpen"] == c.cell.get("sharpen", 1.0)
                 and r["cell"]["val_tasks"] == 116 and r["cell"]["n"] == 4
-                and {k: values[r["value_model_hash"]]["params"][k] for k in VALUE_KEYS}
-                == want_value]
-        assert len(mine) <= 1, c.name
+                and {k: values.get(r.get("value_model_hash"), {}).get("params", {}).get(k)
+                     for k in VALUE_KEYS} == want_value]
         if not mine:
             assert rows[c.name].endswith("| not run yet |")
             continue
         found += 1
+        if len(mine) > 1:  # a rerun harvested beside the first: the row must say so
+            assert f"| {len(mine)} matching cells (" in rows[c.name]
+            continue
         rec = mine[0]
         off = values[rec["value_model_hash"]]["offline"]["learned"]
         assert f"| `{rec['value_model_hash']}` | " in rows[c.name]
         assert " | ".join(fig(off[f]) for f in FIGURES) in rows[c.name]
         assert f"| {task_mean_gain(rec):+.3f} [" in rows[c.name]
     assert found >= 7 and f"**{found} of 12 run**" in text
-    assert ("Provisional pick" in text) == (found < 12)
+    assert ("Provisional pick" in text) == (found < 12 and "**No choice**" not in text)
 
 
 def test_predictiveness_column_is_spearman_over_the_settings_values():
