@@ -34,12 +34,10 @@ def prior_states(results: dict[str, list[TaskResult]], specs: list[str], limit: 
     return pairs
 
 
-def model_calibration(p: PipelineParams, uri: str, pairs: list[tuple[History, float]]
-                      ) -> dict[str, float | None]:
-    """Calibration error (MAE) and bias (mean predicted - realised), reward units, of the
-    value model ``uri`` on ``pairs``."""
-    if not pairs:
-        return {"calibration_mae": None, "calibration_bias": None}
+def model_scores(p: PipelineParams, uri: str, histories: list[History]) -> list[float]:
+    """The value model ``uri``'s scores of ``histories`` (reward units)."""
+    if not histories:
+        return []
     from amc.registry import ENVIRONMENTS, VALUES
 
     async def score() -> list[float]:
@@ -47,10 +45,19 @@ def model_calibration(p: PipelineParams, uri: str, pairs: list[tuple[History, fl
         v = VALUES.build(p.evaluate.learned_value, {"model": uri}, beta=p.smc.beta,
                          prior=None, env_name=p.env.name, env_options=env_opts)
         try:
-            return [float(x) for x in await v.score([h for h, _ in pairs])]
+            return [float(x) for x in await v.score(histories)]
         finally:
             await v.aclose()
 
-    pred, real = asyncio.run(score()), [y for _, y in pairs]
+    return asyncio.run(score())
+
+
+def model_calibration(p: PipelineParams, uri: str, pairs: list[tuple[History, float]]
+                      ) -> dict[str, float | None]:
+    """Calibration error (MAE) and bias (mean predicted - realised), reward units, of the
+    value model ``uri`` on ``pairs``."""
+    if not pairs:
+        return {"calibration_mae": None, "calibration_bias": None}
+    pred, real = model_scores(p, uri, [h for h, _ in pairs]), [y for _, y in pairs]
     return {"calibration_mae": calibration_mae(pred, real),
             "calibration_bias": calibration_bias(pred, real)}

@@ -10,8 +10,10 @@ tasks of ``E[d] > promote.min_effect`` passes (:func:`amc.pipeline.gate_stats.ga
 the decision's level -- ``promote.level``, spent over the frozen set's decisions with
 ``promote.reuse = spend`` (the set's file counts tested decisions) -- and no guard vetoes it:
 tokens per task
-(``promote.max_token_increase``) and the value's calibration error on the evaluation's prior
-rollouts (``promote.max_calibration_increase``). With no champion yet the challenger is promoted.
+(``promote.max_token_increase``), the value's calibration error on the evaluation's prior
+rollouts (``promote.max_calibration_increase``) and, when ``promote.offline_guard`` is set, an
+offline figure of the value on those held-out states (:mod:`amc.pipeline.offline_guard`;
+measured by :mod:`amc.pipeline.guards`). With no champion yet the challenger is promoted.
 A champion that the drift monitor marked (tag ``drift.status = drift``) only needs to be
 matched: a better calibrated challenger not worse than ``promote.drift_margin`` replaces it.
 With ``promote.max_mde`` set, a gate without the power to detect that effect runs no test
@@ -34,7 +36,6 @@ import time
 from typing import Any
 
 from amc.pipeline.artifacts import load_plan, load_record, load_results, resolve_alias
-from amc.pipeline.calibration import model_calibration, prior_states
 from amc.pipeline.frozen_set import check_frozen, count_decision, eval_set, frozen_decisions
 from amc.pipeline.gate_stats import (
     GateTest,
@@ -45,8 +46,10 @@ from amc.pipeline.gate_stats import (
     task_differences,
     untested_reason,
 )
+from amc.pipeline.guards import measure_guards
 from amc.pipeline.headline import promotion_headline
 from amc.pipeline.lineage import annotate_version
+from amc.pipeline.offline_guard import offline_check
 from amc.pipeline.params import PipelineParams, stage_main
 from amc.pipeline.promote_params import PromoteParams
 from amc.pipeline.rounds import active_round, finish_round
@@ -73,7 +76,8 @@ def decide(p: PipelineParams, eval_json: dict[str, Any], results: dict[str, list
            set_refusal: str | None = None, champion_drifted: bool = False,
            decisions_before: int = 0) -> dict[str, Any]:
     """The promotion decision (pure: no registry writes). ``current`` = aliases now;
-    ``guards`` = per role (challenger/champion) tokens_per_task and calibration_mae;
+    ``guards`` = per role (challenger/champion) tokens_per_task, calibration_mae and (offline
+    guard on) ``offline`` figures with an ``offline_note``;
     ``set_refusal`` = why the evaluation set is not the frozen one (None: it is);
     ``champion_drifted`` = the drift monitor marked the champion (see :func:`_test_and_guard`);
     ``decisions_before`` = tested decisions already made on the frozen set (reuse rule)."""
@@ -96,6 +100,7 @@ def decide(p: PipelineParams, eval_json: dict[str, Any], results: dict[str, list
         "oracle_delta": None, "oracle_se": None, "n_pairs": 0,
         "challenger_mean": None, "champion_mean": None, "guards": guards or {}, "vetoes": [],
         "champion_drifted": champion_drifted,
+        "offline_guard": {"status": "off" if g.offline_guard is None else "not reached"},
     }
     def no(reason: str) -> dict[str, Any]:
         return {**d, "reason": reason}
@@ -173,14 +178,19 @@ def _test_and_guard(p: PipelineParams, d: dict[str, Any], results: dict[str, lis
             f"{g.metric} change {t.mean:+.4f} (s.e. {t.se:.4f}; {where}) is not above "
             f"{g.min_effect:g} (sign-flip p={t.p_value:.3g}){small}: keep v{champ_now}")}
     guards = d["guards"]
-    d["vetoes"] = guard_vetoes(guards.get("challenger", {}), guards.get("champion", {}),
-                               max_token_increase=g.max_token_increase,
+    mine, theirs = guards.get("challenger", {}), guards.get("champion", {})
+    d["vetoes"] = guard_vetoes(mine, theirs, max_token_increase=g.max_token_increase,
                                max_calibration_increase=g.max_calibration_increase)
+    off = offline_check(g.offline_guard, mine.get("offline"), theirs.get("offline"),
+                        mine.get("offline_note") or theirs.get("offline_note") or "")
+    d["offline_guard"] = {k: v for k, v in off.items() if k != "veto"}
+    d["vetoes"] += [off["veto"]] if off["veto"] else []
     if d["vetoes"]:
         return {**d, "reason": f"vetoed by guard: {'; '.join(d['vetoes'])}: keep v{champ_now}"}
+    note = f"; {off['note']} (not applied)" if off.get("note") else ""
     return {**d, "promote": True, "reason": (
         f"{g.metric} +{t.mean:.4f} > {g.min_effect:g} (sign-flip p={t.p_value:.3g}, t lower "
-        f"bound {t.lower_bound:+.4f}; {where}){small}")}
+        f"bound {t.lower_bound:+.4f}; {where}){small}{note}")}
 
 
 def _effect(g: PromoteParams) -> float | None:
@@ -210,31 +220,6 @@ def _untested(g: PromoteParams, d: dict[str, Any], why: str, champ_now: str | No
     return {**d, "powered": False, "reason": (
         f"decided without a test: {why}; {need} ({d['n_pairs']} pairs, mean change "
         f"{d['delta']:+.4f}): keep v{champ_now}")}
-
-
-def measure_guards(p: PipelineParams, eval_json: dict[str, Any],
-                   results: dict[str, list[TaskResult]]) -> dict[str, dict[str, Any]]:
-    """Tokens per task and calibration error of each evaluated model (the guards' inputs).
-
-    Calibration is measured on the evaluation's prior rollouts (react/bon trajectories: the
-    prior's own distribution, not one tilted by either model)."""
-    n = p.promote.n or max(eval_json.get("n_grid") or [0])
-    methods = eval_json.get("methods") or {}
-    priors = [s for s, m in methods.items() if m.get("role") in ("bon", "react")]
-    pairs = prior_states(results, priors, p.promote.calibration_states, 0)
-    bon = (methods.get(f"bon@{n}") or {}).get("success")
-    out: dict[str, dict[str, Any]] = {}
-    for role in ("challenger", "champion"):
-        m = (eval_json.get("models") or {}).get(role)
-        spec = methods.get(f"smc@{n}+{role}")
-        if not m or spec is None:
-            continue
-        mine = spec.get("success")
-        out[role] = {"tokens_per_task": spec.get("tokens_per_task"), "success": mine,
-                     "gain": None if mine is None or bon is None else mine - bon,
-                     **model_calibration(p, m["uri"], pairs),
-                     "calibration_states": len(pairs)}
-    return out
 
 
 def drifted(name: str | None, version: str | None) -> bool:
@@ -274,6 +259,17 @@ def markdown(d: dict[str, Any]) -> str:
         for k in ("tokens_per_task", "calibration_mae", "calibration_bias", "success"):
             lines.append(f"| {k} | {_fmt(d['guards'].get('challenger', {}).get(k))} | "
                          f"{_fmt(d['guards'].get('champion', {}).get(k))} |")
+    og = d.get("offline_guard") or {}
+    if og.get("figure"):
+        lines += ["", "| offline guard | challenger | champion | worse by | max worse | status |",
+                  "|---|---|---|---|---|---|",
+                  f"| {og['figure']} | {_fmt(og.get('challenger'))} | "
+                  f"{_fmt(og.get('champion'))} | {_fmt(og.get('worse_by'))} | "
+                  f"{_fmt(og.get('max_worse'))} | {og.get('status')} |"]
+        if og.get("note"):
+            lines.append(f"\n{og['note']}")
+    elif og:
+        lines += ["", f"Offline guard: {og.get('status')}"]
     if d.get("vetoes"):
         lines += ["", "Vetoes: " + "; ".join(d["vetoes"])]
     return "\n".join(lines) + "\n"
@@ -337,7 +333,8 @@ def evidence_tags(d: dict[str, Any]) -> dict[str, str]:
     """Model-version tags of a decision; a promoted version also gets its drift baseline."""
     tags = {"promotion.decision": "promoted" if d["promote"] else "kept",
             "promotion.reason": d["reason"][:500], "promotion.previous_champion":
-            str(d["champion_version"]), "promotion.vetoes": "; ".join(d["vetoes"])[:500]}
+            str(d["champion_version"]), "promotion.vetoes": "; ".join(d["vetoes"])[:500],
+            "promotion.offline_guard": str((d.get("offline_guard") or {}).get("status"))}
     for k in ("metric", "n", "level", "decision_level", "min_effect", "champion_drifted",
               "tested", "powered", "max_mde", "delta", "se", "p_value", "t_p_value",
               "lower_bound", "mde", "oracle_delta",

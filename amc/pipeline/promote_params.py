@@ -13,6 +13,38 @@ from pydantic import Field
 
 from amc.config import Frozen
 
+OfflineFigure = Literal["auc_within", "log_loss", "small_p_ratio", "doomed_mean",
+                        "doomed_weight"]
+"""The figures of :func:`amc.value.offline.offline_figures` the offline guard can use."""
+
+
+class OfflineGuard(Frozen):
+    """``promote.offline_guard``: veto a challenger whose value is worse than the champion's on
+    an offline figure of held-out states (:mod:`amc.pipeline.offline_guard`).
+
+    Which figure. Rule: the figure that best predicts the sweep gain across issue 30's
+    declared value candidates -- the one docs/evidence.md's "Which offline figure predicts the
+    gain" table reports as determined (rho > 0 at exact permutation p <= 0.05) -- and, while
+    none is determined, the documented default ``log_loss``: a proper score of the eventual
+    success that punishes confident scores of lost states (the low end that steers small-beta
+    SMC) and, unlike the doomed-state figures, needs no planner, so every benchmark can
+    compute it. The section says which, if any, is determined now; switching the default
+    is a decision for when it is (a change of this field, with the evidence cited).
+    """
+
+    figure: OfflineFigure = "log_loss"
+    """The figure compared (module docstring of :mod:`amc.value.offline`; direction: higher
+    is better for ``auc_within``, lower for the others). ``doomed_*`` need the benchmark's
+    replayable planner (TextCraft); elsewhere the guard is not computable (see ``missing``)."""
+    max_worse: float = Field(ge=0)
+    """Veto when the challenger's figure is worse than the champion's by more than this (the
+    figure's own units: AUC points, nats of log-loss, ...)."""
+    missing: Literal["veto", "note"] = "veto"
+    """When the figure cannot be computed for either model (no held-out states, no planner
+    for a doomed mask, no state of a kind): veto = keep the champion, the reason says why;
+    note = decide on the other evidence and say in the reason that the guard was not
+    applied. Never a silent pass."""
+
 
 class PromoteParams(Frozen):
     """``promote``: the gate, challenger vs champion paired over a frozen evaluation set."""
@@ -49,6 +81,9 @@ class PromoteParams(Frozen):
     max_calibration_increase: float = Field(0.05, ge=0)
     """Guard: veto when the value's calibration error (MAE of predicted vs realised future
     reward, on the evaluation's prior rollouts) exceeds the champion's by more than this."""
+    offline_guard: OfflineGuard | None = None
+    """Guard on an offline figure of each value on the evaluation's held-out prior states
+    (:class:`OfflineGuard`); None = off (decisions as without it)."""
     calibration_states: int = Field(200, ge=10)
     """At most this many (state, realised future reward) pairs for the calibration guard."""
     drift_margin: float = Field(0.05, ge=0)

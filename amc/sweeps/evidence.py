@@ -9,7 +9,8 @@ seeds averaged within a task, 95% intervals over tasks), and writes the document
 :data:`BASE`, per value kind; the best regime of the learned value (chosen on validation cells
 when there are any), the goal check, and where AMC cannot win, with the measured reason.
 
-    python -m amc.sweeps.evidence [--runs evidence] [--doc docs/evidence.md] [--check]
+    python -m amc.sweeps.evidence [--runs evidence] [--doc docs/evidence.md] [--protocol FILE]
+                                  [--check]
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from amc.sweeps.benchdoc import bench_of, bench_sections, bench_sentence, summary_section
+from amc.sweeps.protocol import Protocol, load_protocol
 from amc.sweeps.report import (
     best_regime,
     cannot_win,
@@ -36,8 +38,11 @@ from amc.sweeps.report import (
     value_section,
 )
 from amc.sweeps.report_closed import closed_section, split_closed
+from amc.sweeps.report_methods import methods_section
 
 FACTORS = ("q", "beta", "schedule", "n", "slack")
+PROTOCOL = Path("sweeps/protocol-issue30.yaml")
+"""The declared protocol whose candidates get the "Value methods" section."""
 
 
 def load_runs(root: Path) -> list[dict[str, Any]]:
@@ -71,9 +76,10 @@ OTHERS = "**Other benchmarks:**"
 def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
            plots: Path | None, link: str,
            values: dict[str, dict[str, Any]] | None = None,
-           cost: dict[str, Any] | None = None) -> str:
+           cost: dict[str, Any] | None = None, protocol: Protocol | None = None) -> str:
     """The whole document (plots written under ``plots`` when given, linked as ``link/``):
-    the per-benchmark summary first, then TextCraft's sweep, then the other benchmarks."""
+    the per-benchmark summary first, then TextCraft's sweep, then the other benchmarks; with
+    a declared ``protocol``, its candidates' section (:mod:`amc.sweeps.report_methods`)."""
     others = [r for r in runs if bench_of(r) != "textcraft"]
     runs, after = split_closed([r for r in runs if bench_of(r) == "textcraft"])
     runs, old = split_superseded(runs, quality)
@@ -90,6 +96,7 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
         parts.append(factor_section(runs, f, plots, link))
     parts.append(cannot_win(runs))
     parts.append(closed_section(after, values or {}))
+    parts.append(methods_section(protocol, after, values or {}))
     parts.append(superseded_section(old, values or {}))
     parts.append(quality_section(quality, plots, link))
     parts += bench_sections(others, plots, link)
@@ -100,12 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=Path, default=Path("evidence"))
     ap.add_argument("--doc", type=Path, default=Path("docs/evidence.md"))
+    ap.add_argument("--protocol", type=Path, default=PROTOCOL,
+                    help="the declared value-methods protocol (its section; absent: none)")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 when the document differs from what the results give")
     args = ap.parse_args(argv)
     plots = None if args.check else args.doc.parent / "evidence"
     text = render(load_runs(args.runs), load_quality(args.runs), plots, "evidence",
-                  load_values(args.runs), load_cost(args.runs))
+                  load_values(args.runs), load_cost(args.runs),
+                  load_protocol(args.protocol) if args.protocol.is_file() else None)
     if args.check:
         same = args.doc.is_file() and args.doc.read_text() == text
         print("up to date" if same else f"{args.doc} differs from the committed results")

@@ -17,17 +17,20 @@ beside the within-(task, step) AUC this module measures the low end:
   beside a live one at small beta (0 for a value that knows the state is lost).
 
 :func:`predictiveness` ranks these figures by how well they predict a sweep's gain across value
-variants (Spearman correlation). Pure numpy/scipy.
+variants (Spearman correlation); :func:`spearman_exact` gives one figure's correlation with its
+exact permutation p (a handful of variants: with n = 3, |rho| = 1 still has p = 1/3). Pure
+numpy/scipy.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 
 from amc.value.calibration import log_loss
 from amc.value.metrics import within_group_auc
@@ -97,3 +100,41 @@ def predictiveness(figures: Mapping[str, Mapping[str, float]], gain: Mapping[str
         rho = spearmanr(x, [gain[v] for v in names])[0]
         out[f] = float(rho)
     return out
+
+
+EXACT_MAX = 8
+"""Up to this many points :func:`spearman_exact` enumerates every permutation (8! = 40320)."""
+
+
+def _rho(rx: np.ndarray, ry: np.ndarray) -> np.ndarray:
+    """Pearson correlation of rank vector ``rx`` with each row of ``ry`` (NaN at sd 0)."""
+    x = rx - rx.mean()
+    y = ry - ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((x * x).sum() * (y * y).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (y * x).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
+
+
+def spearman_exact(x: Sequence[float], y: Sequence[float], seed: int = 0,
+                   resamples: int = 20_000) -> tuple[float, float]:
+    """(Spearman rho, two-sided permutation p) of paired points (ties: mid-ranks; inf ranks
+    last). p is the share of permutations of ``y`` with |rho| at least the observed one:
+    exact up to :data:`EXACT_MAX` points, else (hits + 1) / (``resamples`` + 1) over seeded
+    random permutations. NaN
+    below 3 points or when either side is constant."""
+    xv, yv = np.asarray(x, float), np.asarray(y, float)
+    if xv.shape != yv.shape or xv.ndim != 1:
+        raise ValueError("spearman_exact needs two 1-d sequences of one length")
+    if xv.size < 3 or np.isnan(xv).any() or np.isnan(yv).any():
+        return float("nan"), float("nan")
+    rx, ry = rankdata(xv), rankdata(yv)
+    rho = float(_rho(rx, ry[None, :])[0])
+    if not np.isfinite(rho):
+        return float("nan"), float("nan")
+    if xv.size <= EXACT_MAX:
+        hits = np.abs(_rho(rx, np.array(list(itertools.permutations(ry))))) >= abs(rho) - 1e-12
+        return rho, float(hits.mean())
+    rng = np.random.default_rng(seed)
+    perms = np.array([rng.permutation(ry) for _ in range(resamples)])
+    hits = np.abs(_rho(rx, perms)) >= abs(rho) - 1e-12
+    return rho, float((hits.sum() + 1) / (resamples + 1))

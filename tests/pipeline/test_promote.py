@@ -10,7 +10,9 @@ import pytest
 import yaml
 
 from amc.pipeline import evaluate, promote
+from amc.pipeline.guards import measure_guards
 from amc.pipeline.params import load_params
+from amc.pipeline.promote_params import OfflineGuard
 from amc.results import results_path
 from tests.pipeline.conftest import MODEL, register_version
 
@@ -78,6 +80,19 @@ def test_better_challenger_is_promoted_worse_is_kept(workdir: Path) -> None:
         "champion": {"tokens_per_task": 100.0, "calibration_mae": 0.1}})
     assert not vetoed["promote"] and "tokens per task" in vetoed["reason"]
     assert promote.decide(p, ev, res, current, {})["promote"]  # unmeasured guards: no veto
+    assert d["offline_guard"] == {"status": "off"}  # params.yaml: promote.offline_guard null
+
+    # the offline guard on: both models scored on the same held-out prior states; the
+    # adversarial champion ranks them backwards (AUC), the synthetic env has no doomed mask
+    on = p.model_copy(update={"promote": p.promote.model_copy(update={
+        "offline_guard": OfflineGuard(figure="auc_within", max_worse=0.0)})})
+    og = measure_guards(on, ev, res)
+    mine, theirs = og["challenger"]["offline"], og["champion"]["offline"]
+    assert mine["states"] == theirs["states"] == g["challenger"]["calibration_states"]
+    assert mine["auc_within"] > theirs["auc_within"] and "doomed_weight" not in mine
+    assert promote.decide(on, ev, res, current, og)["offline_guard"]["status"] == "passed"
+    swapped = {"challenger": og["champion"], "champion": og["challenger"]}
+    assert "offline auc_within" in promote.decide(on, ev, res, current, swapped)["reason"]
 
     worse = register_version(workdir, -1.0)  # new challenger, worse than the champion
     evaluate.run(p)

@@ -55,3 +55,19 @@ def test_predictiveness_ranks_figures_by_their_spearman_with_the_gain():
     assert r["doomed_weight"] == pytest.approx(1.0)
     assert r["auc_within"] < 0.5 and r["log_loss"] == pytest.approx(0.8)
     assert np.isnan(r["small_p_ratio"])  # not measured for any variant
+
+
+def test_spearman_exact_p_is_the_share_of_permutations_at_least_as_extreme():
+    from amc.value.offline import spearman_exact
+
+    rho, p = spearman_exact([0.1, 0.2, 0.3], [1.0, 2.0, 3.0])
+    assert rho == pytest.approx(1.0) and p == pytest.approx(2 / 6)  # +1 and -1 of 3! orders
+    rho, p = spearman_exact([1, 2, 3, 4, 5], [2, 1, 3, 4, 5])
+    assert rho == pytest.approx(0.9)
+    # rho = 1 - sum(d^2) / 20 >= 0.9 over 5! orders: identity and the 4 adjacent swaps;
+    # rho <= -0.9: their mirrors
+    assert p == pytest.approx(2 * 5 / 120)
+    assert np.isnan(spearman_exact([1, 2], [1, 2])[0])
+    assert np.isnan(spearman_exact([1, 1, 1], [1, 2, 3])[0])  # a constant figure
+    rho, p = spearman_exact(np.arange(10.0), np.arange(10.0))  # seeded Monte Carlo beyond 8
+    assert rho == pytest.approx(1.0) and 0 < p < 0.01
