@@ -168,11 +168,13 @@ def _run_sentence(r: dict[str, Any]) -> str:
     amc = sorted(x["amc"]["wall_s"] for x in r["pairs"])
     bon = sorted(x["bon"]["wall_s"] for x in r["pairs"])
     calls = [x["amc"]["calls"] / x["bon"]["calls"] for x in r["pairs"]]
+    solved = sum(x["bon"]["oracle_best"] >= 1 - 1e-9 for x in r["pairs"])
     return (f"at q = {r['q']:g} ({r['conditions']}; {len(r['pairs'])} test games, one seed) "
             f"AMC with the rollout value takes {amc[len(amc) // 2]:.0f} s per (task, seed) "
             f"pair (median; {amc[0]:.0f}–{amc[-1]:.0f} s), Best-of-N {bon[len(bon) // 2]:.0f} "
             f"s, with {min(calls):.1f}–{max(calls):.1f}× Best-of-N's prior calls (the "
-            "rollouts' turns)")
+            f"rollouts' turns), and Best-of-N's best-of-pool score is 1 in {solved} of "
+            f"{len(r['pairs'])} of these pairs")
 
 
 def rollout_cost_sentence(cost: dict[str, Any]) -> str:

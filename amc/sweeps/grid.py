@@ -86,7 +86,8 @@ CEILINGS: dict[str, tuple[dict[str, Any], ...]] = {
 }
 """Rollout-ceiling cells run on test without a validation choice of beta (declared before
 they ran). SciWorld: the test twins of the value-``none`` cells (every q, N = 4, the base's
-M = 4 rollouts, both test seeds, all 14 test games) at beta = 0.1 -- the grid's one SciWorld
+M = 4 rollouts, both test seeds, all 14 test games: not reduced, since the measured cost
+allows the whole test split) at beta = 0.1 -- the grid's one SciWorld
 beta, the none cells' beta (so the ceiling and the no-value cell differ in the value only) and
 within WebShop's validated range. A validation run would cost as much as the test cell and
 choose among one beta. Sized from the measured cost of rollout-value pairs

@@ -145,7 +145,7 @@ def test_sciworld_rollout_cost_sentence_reads_the_measured_pairs():
     from amc.sweeps.grid import CEILINGS
 
     def run(q: float, scale: float) -> dict:
-        pairs = [{"task_id": str(t), "bon": {"wall_s": 2.0, "calls": 40},
+        pairs = [{"task_id": str(t), "bon": {"wall_s": 2.0, "calls": 40, "oracle_best": t / 2},
                   "amc": {"wall_s": w * scale, "calls": 40 * k}} for t, w, k in
                  ((1, 10.0, 5), (2, 30.0, 8), (3, 20.0, 6))]
         return {"conditions": "idle", "q": q, "n": 4, "rollouts": 4, "budget": 10,
@@ -159,6 +159,7 @@ def test_sciworld_rollout_cost_sentence_reads_the_measured_pairs():
     text = rollout_cost_sentence({"rollout": rollout})
     assert "at q = 0.6 (idle; 3 test games, one seed) AMC with the rollout value takes 20 s" in text
     assert "(median; 10–30 s), Best-of-N 2 s, with 5.0–8.0× Best-of-N's prior calls" in text
+    assert "best-of-pool score is 1 in 2 of 3 of these pairs" in text  # t / 2 >= 1: t = 2, 3
     assert "at q = 0.8 (idle; 3 test games, one seed) AMC with the rollout value takes 10 s" in text
     minutes = sum(cell_seconds(rollout, c) for c in CEILINGS["sciworld"]) / 60
     assert f"come to about {minutes:.0f} min" in text
