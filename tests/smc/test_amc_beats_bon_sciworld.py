@@ -17,8 +17,9 @@ s.d. 0.230 over 40 pairs (3.4 s.e.). What it rejects: AMC that is Best-of-N in d
 ignores the state (constant: the same as no value) is rejected only narrowly, because
 SciWorld's milestones are dense and the reward in the weights already tilts toward progress:
 no value gave +0.088, s.d. 0.272 (2.05 s.e., fails the bar), and rollout minus no value was
-+0.036 (1.0 s.e.). Wall time when written: 105 s on 2 shared cores at load average 12-19
-(the JVMs' start, the gold paths and about 1.3 s per method run); marked slow (JVMs).
++0.036 (1.0 s.e.). Wall time when written: 100 s under pytest on 2 shared cores at load
+average 14-16, 62 s of CPU (the JVMs' start, the gold paths, about 1.3 s per method run), so
+about a minute on a quiet core (not measured there); marked slow (JVMs).
 """
 
 from __future__ import annotations
