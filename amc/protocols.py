@@ -27,6 +27,10 @@ default. Structural implementations that do not inherit (test doubles, outside c
   (zero-shot, FoA) need it and fail to build with a prior that lacks it.
 - :class:`BoundedEpisodes` (suite): ``horizon``, the most steps any episode lasts; default:
   unbounded (only the step budget ends an episode).
+- :class:`RestoresHistory` (environment): ``restore(history)``, a new environment put in a
+  recorded history's state, to be forked from there; default: the state is only rebuilt by
+  replaying the actions in process (:class:`~amc.envs.replay.ReplayCache`), which an I/O-bound
+  environment refuses.
 """
 
 from __future__ import annotations
@@ -194,4 +198,22 @@ class BoundedEpisodes(Protocol):
     @property
     def horizon(self) -> int:
         """The most steps an episode of this suite can last."""
+        ...
+
+
+@runtime_checkable
+class RestoresHistory(Protocol):
+    """An environment that can be put in a recorded history's state, then forked from there.
+
+    A value that needs the *state* of a particle it only sees as a history (the rollout
+    value) restores a new environment of the suite and forks it once per rollout, instead of
+    replaying the history in process -- which I/O-bound environments (a JVM simulator) cannot
+    do in the event loop. The result must be the state ``reset(history.task_id)`` and the
+    history's actions would give; an environment may defer the work to its next use (the
+    fork), but must then check the history against what it rebuilds and raise on a mismatch.
+    Default: no restore (the state is replayed in process, in-process environments only).
+    """
+
+    def restore(self, history: History) -> None:
+        """Put this new (never reset) environment in the state after ``history``."""
         ...

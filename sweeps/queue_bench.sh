@@ -5,9 +5,10 @@
 #   bash queue_bench.sh validation webshop && dvc queue start -j 1
 #   python -m amc.sweeps.harvest --repo .. --out ../evidence      # records -> evidence/runs
 #   bash queue_bench.sh test webshop && dvc queue start -j 1       # after the harvest
+#   bash queue_bench.sh ceiling sciworld && dvc queue start -j 1   # declared ceilings (grid.CEILINGS)
 # Cells whose record is already under ../evidence/runs are skipped (resumable).
 set -euo pipefail
-split=${1:?usage: queue_bench.sh validation|test webshop|sciworld}
-bench=${2:?usage: queue_bench.sh validation|test webshop|sciworld}
+split=${1:?usage: queue_bench.sh validation|test|ceiling webshop|sciworld}
+bench=${2:?usage: queue_bench.sh validation|test|ceiling webshop|sciworld}
 PYTHONPATH=.. python -m amc.sweeps.grid "$split" "$bench" --runs ../evidence --skip-done |
   while read -r o; do eval dvc exp run --queue cell "$o" >/dev/null && echo "queued: $o"; done

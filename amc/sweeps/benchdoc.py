@@ -4,8 +4,10 @@ Every number comes from committed cell records (``evidence/runs/``) through
 :mod:`amc.sweeps.select` (paired AMC - Best-of-N over tasks), :mod:`amc.sweeps.hidden`
 (selections where the reward is hidden) and :mod:`amc.sweeps.signflip`; the regime a row
 reports is picked by the declared choice rule (:mod:`amc.sweeps.grid` for WebShop and
-SciWorld, :func:`amc.sweeps.report.best_regime` for TextCraft) on validation cells. SciWorld's
-measured step costs come from ``evidence/sciworld_cost.json``.
+SciWorld, :func:`amc.sweeps.report.best_regime` for TextCraft) on validation cells; a ceiling
+without validation cells is the declared one (:data:`amc.sweeps.grid.CEILINGS`). SciWorld's
+measured costs come from ``evidence/sciworld_cost.json`` (steps, menus, forks) and
+``evidence/sciworld_rollout_cost.json`` (rollout-value pairs, under the key ``rollout``).
 """
 
 from __future__ import annotations
@@ -88,10 +90,10 @@ def fixed_budget_rows(runs: list[dict[str, Any]], bench: str) -> list[str]:
             continue
         test = twin_on_test(runs, best)
         ceiling_val = best if value == "rollout" else grid.best_regime(runs, bench, "rollout")
-        ceiling = None
-        if ceiling_val is not None:
-            c = twin_on_test(runs, ceiling_val, q=best["cell"]["q"], n=best["cell"]["n"])
-            ceiling = compare(c) if c is not None else None
+        q, n = best["cell"]["q"], best["cell"]["n"]
+        c = (twin_on_test(runs, ceiling_val, q=q, n=n) if ceiling_val is not None
+             else grid.ceiling_record(runs, bench, q, n))  # a declared ceiling cell
+        ceiling = compare(c) if c is not None else None
         loss = "–"
         if test is not None:
             mode = next((s for s in selection_summary(test["rows"])
@@ -119,8 +121,10 @@ def summary_section(runs: list[dict[str, Any]], cost: dict[str, Any] | None) -> 
         if done:
             lines.append(f"\n{bench}: {done} of {declared} declared validation cells run; a "
                          "setting is chosen once every declared β of it has run.")
-    if not grid.of_bench(runs, "sciworld", "validation"):
-        lines.append("\nSciWorld: no cell run yet. " + sciworld_cost_sentence(cost))
+    ran = grid.of_bench(runs, "sciworld", "validation") or grid.of_bench(runs, "sciworld", "test")
+    if cost or not ran:
+        lines.append("\nSciWorld: " + ("" if ran else "no cell run yet. ")
+                     + sciworld_cost_sentence(cost))
     return "\n".join(lines) + "\n"
 
 
@@ -147,11 +151,55 @@ def sciworld_cost_sentence(cost: dict[str, Any] | None) -> str:
             f"{cost['gold_s_per_task']:.1f} s per game. So one (task, seed) pair of the "
             f"declared cells (N = {n}, budget {b}, resampling every {every}, no value) costs "
             f"about {pair:.0f} s at these figures ({pairs['validation']} seed(s) per "
-            f"validation task, {pairs['test']} per test task). A rollout value pays, for every "
-            "particle state it scores, M rollouts of up to the remaining steps, each step a "
-            "menu and a step and each rollout a fork -- and ScienceWorld cannot be replayed "
-            "in process (the replay cache refuses I/O-bound environments), so the rollout "
-            "ceiling needs its own forking implementation before it can run on SciWorld.")
+            f"validation task, {pairs['test']} per test task). " + rollout_cost_sentence(cost))
+
+
+def cell_seconds(rollout: dict[str, Any], cell: dict[str, Any]) -> float:
+    """A ceiling cell's estimated seconds: per measured test game, its measured pair (Best-of-N
+    and AMC with the rollout value, one seed, at the cell's q) times the cell's seeds."""
+    run = next((r for r in rollout["runs"] if r["q"] == cell["q"]), None)
+    if run is None:
+        raise ValueError(f"no measured rollout-value pairs at q = {cell['q']}")
+    return len(cell["seeds"]) * sum(r["bon"]["wall_s"] + r["amc"]["wall_s"]
+                                    for r in run["pairs"])
+
+
+def _run_sentence(r: dict[str, Any]) -> str:
+    amc = sorted(x["amc"]["wall_s"] for x in r["pairs"])
+    bon = sorted(x["bon"]["wall_s"] for x in r["pairs"])
+    calls = [x["amc"]["calls"] / x["bon"]["calls"] for x in r["pairs"]]
+    solved = sum(x["bon"]["oracle_best"] >= 1 - 1e-9 for x in r["pairs"])
+    return (f"at q = {r['q']:g} ({r['conditions']}; {len(r['pairs'])} test games, one seed) "
+            f"AMC with the rollout value takes {amc[len(amc) // 2]:.0f} s per (task, seed) "
+            f"pair (median; {amc[0]:.0f}–{amc[-1]:.0f} s), Best-of-N {bon[len(bon) // 2]:.0f} "
+            f"s, with {min(calls):.1f}–{max(calls):.1f}× Best-of-N's prior calls (the "
+            f"rollouts' turns), and Best-of-N's best-of-pool score is 1 in {solved} of "
+            f"{len(r['pairs'])} of these pairs")
+
+
+def rollout_cost_sentence(cost: dict[str, Any]) -> str:
+    """What a SciWorld rollout-value pair costs (``evidence/sciworld_rollout_cost.json``) and
+    what the declared ceiling cells (:data:`amc.sweeps.grid.CEILINGS`) come to."""
+    rollout = cost.get("rollout")
+    runs = [r for r in (rollout or {}).get("runs", []) if r["pairs"]]
+    if not runs:
+        return ("A rollout value pays, for every particle state it scores, M rollouts of up to "
+                "the remaining steps, each step a menu and a step and each rollout a fork "
+                "(not measured yet).")
+    r0 = runs[0]
+    cells = grid.CEILINGS["sciworld"]
+    qs = ", ".join(f"{c['q']:g}" for c in cells)
+    head = (f"The rollout value forks every state it scores through the environment's restore "
+            f"(one verified replay per rollout). Measured at N = {r0['n']}, M = "
+            f"{r0['rollouts']}, budget {r0['budget']}, every {r0['every']}: "
+            + "; ".join(_run_sentence(r) for r in runs) + ". ")
+    try:
+        total = sum(cell_seconds({"runs": runs}, c) for c in cells)
+    except ValueError as err:
+        return head + f"The declared ceiling cells (q = {qs}) cannot be sized yet: {err}."
+    return head + (f"So the {len(cells)} declared ceiling cells (q = {qs}; every test game, "
+                   f"{len(cells[0]['seeds'])} seeds, β = {cells[0]['beta']:g} fixed without "
+                   f"validation) come to about {total / 60:.0f} min at these figures.")
 
 
 def webshop_section(runs: list[dict[str, Any]]) -> str:

@@ -59,9 +59,13 @@ def load_quality(root: Path) -> dict[str, Any] | None:
 
 
 def load_cost(root: Path) -> dict[str, Any] | None:
-    """SciWorld's measured per-step costs (``root/sciworld_cost.json``), if committed."""
-    p = root / "sciworld_cost.json"
-    return json.loads(p.read_text()) if p.is_file() else None
+    """SciWorld's measured per-step costs (``root/sciworld_cost.json``), if committed, with
+    the rollout-value pairs' (``root/sciworld_rollout_cost.json``) under ``rollout``."""
+    p, r = root / "sciworld_cost.json", root / "sciworld_rollout_cost.json"
+    if not p.is_file():
+        return None
+    cost = json.loads(p.read_text())
+    return {**cost, "rollout": json.loads(r.read_text())} if r.is_file() else cost
 
 
 def load_values(root: Path) -> dict[str, dict[str, Any]]:

@@ -16,6 +16,11 @@ the reported one. Every other test cell is shown too.
 
     python -m amc.sweeps.grid validation webshop     # one line of -S overrides per cell
     python -m amc.sweeps.grid test webshop --runs evidence   # the chosen test cells
+    python -m amc.sweeps.grid ceiling sciworld   # the declared rollout-ceiling cells
+
+**Ceilings** (:data:`CEILINGS`): rollout-value test cells declared with a fixed beta, for a
+benchmark whose rollout value is too costly for a validation choice (SciWorld); the summary
+reads them as the ceiling at their q and N (:func:`ceiling_record`).
 """
 
 from __future__ import annotations
@@ -67,13 +72,27 @@ GRIDS: dict[str, BenchGrid] = {
 }
 """The declared cells. WebShop: the fixture catalog (test = goals 5..54, validation = the last
 48 of the 148 train goals), budget 6 (the oracle plan takes 4-6 steps: search, open, 0-2
-options, buy). SciWorld: only value ``none`` -- the rollout value replays states, and
-ScienceWorld's replay is a verified JVM replay (seconds per fork), see docs/evidence.md."""
-
+options, buy). SciWorld: validation cells of value ``none`` only; the rollout ceiling is the
+test cells of :data:`CEILINGS` (its forks are verified JVM replays, seconds each)."""
 
 def cell(grid: BenchGrid, split: str, **kw: Any) -> dict[str, Any]:
     """One cell's overrides of sweeps/params.yaml."""
     return {**grid.base, "split": split, "seeds": list(grid.seeds[split]), **kw}
+
+
+CEILINGS: dict[str, tuple[dict[str, Any], ...]] = {
+    "sciworld": tuple(cell(GRIDS["sciworld"], "test", q=q, n=4, beta=0.1, value="rollout")
+                      for q in GRIDS["sciworld"].q),
+}
+"""Rollout-ceiling cells run on test without a validation choice of beta (declared before
+they ran). SciWorld: the test twins of the value-``none`` cells (every q, N = 4, the base's
+M = 4 rollouts, both test seeds, all 14 test games: not reduced, since the measured cost
+allows the whole test split) at beta = 0.1 -- the grid's one SciWorld
+beta, the none cells' beta (so the ceiling and the no-value cell differ in the value only) and
+within WebShop's validated range. A validation run would cost as much as the test cell and
+choose among one beta. Sized from the measured cost of rollout-value pairs
+(``evidence/sciworld_rollout_cost.json``, :func:`amc.sweeps.benchdoc.cell_seconds`): both cells
+together fit in 90 minutes on one core at the measured figures (tests/sweeps/test_grid.py)."""
 
 
 def candidates(bench: str) -> list[dict[str, Any]]:
@@ -140,6 +159,14 @@ def chosen_test_cells(runs: Sequence[dict[str, Any]], bench: str) -> list[dict[s
                  value=r["cell"]["value"]) for r in choose(runs, bench)]
 
 
+def ceiling_record(runs: Sequence[dict[str, Any]], bench: str, q: float, n: int
+                   ) -> dict[str, Any] | None:
+    """The record of a declared ceiling cell at (q, N) (None: not declared or not run)."""
+    want = [c for c in CEILINGS.get(bench, ()) if (c["q"], c["n"]) == (q, n)]
+    return next((r for r in of_bench(runs, bench, "test") for c in want
+                 if all(r["cell"].get(k) == v for k, v in c.items())), None)
+
+
 def best_regime(runs: Sequence[dict[str, Any]], bench: str, value: str
                 ) -> dict[str, Any] | None:
     """The chosen validation record of ``value`` with the largest difference (None: none)."""
@@ -155,7 +182,8 @@ def overrides(c: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("split", choices=("validation", "test"))
+    ap.add_argument("split", choices=("validation", "test", "ceiling"),
+                    help="ceiling: the declared rollout-ceiling test cells (CEILINGS)")
     ap.add_argument("bench", choices=sorted(GRIDS))
     ap.add_argument("--runs", type=Path, default=Path("evidence"),
                     help="evidence folder with the validation records (test cells)")
@@ -164,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.split == "validation":
         cells = candidates(args.bench)
+    elif args.split == "ceiling":
+        cells = list(CEILINGS.get(args.bench, ()))
     else:
         files = sorted((args.runs / "runs").glob("*.json"))
         cells = chosen_test_cells([json.loads(p.read_text()) for p in files], args.bench)

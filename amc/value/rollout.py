@@ -17,11 +17,21 @@ finite M (Jensen) and exact as M grows.
 
 Determinism: each state's rollouts use one generator seeded from (``seed``, task id, actions),
 so f is a function of the state alone: it never depends on the order of calls, and identical
-particle states get identical values (also cached). Rollouts step through a
+particle states get identical values (also cached).
+
+States. For an in-process environment, rollouts step through a
 :class:`~amc.envs.replay.ReplayCache` (the prior's own when it has one, as ``planner-mix`` does),
-so the prior finds every rollout state already replayed. Usage: the rollouts' prior turns are
-reported through ``score_with_usage`` (zero tokens for the simulated priors, one call each), so
-a task's record shows how many prior calls the value made. Registered as value ``rollout``.
+so the prior finds every rollout state already replayed. An I/O-bound environment (SciWorld's
+JVM) cannot be replayed in the event loop; if it declares the
+:class:`~amc.protocols.RestoresHistory` ability, each state is restored once into a new
+environment of the suite, and every rollout steps its *own* fork of it (in a worker thread),
+closed when the rollout ends; the restored root is closed last. Both ways give the same
+estimate for the same seed (the rollouts see the same states and menus and draw from the same
+generator); ``states`` picks one (``auto``: replay in process, forks otherwise).
+
+Usage: the rollouts' prior turns are reported through ``score_with_usage`` (zero tokens for the
+simulated priors, one call each), so a task's record shows how many prior calls the value made.
+Registered as value ``rollout``.
 """
 
 from __future__ import annotations
@@ -29,17 +39,25 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from pydantic import Field
 
 from amc.config import Frozen
 from amc.envs.replay import ReplayCache, build_suite
-from amc.protocols import EnvSuite, Prior, ReportsUsage, WantsValidActions
+from amc.protocols import (
+    Environment,
+    EnvSuite,
+    Prior,
+    ReportsUsage,
+    RestoresHistory,
+    WantsValidActions,
+)
 from amc.registry import VALUES
+from amc.smc.kernel import run_io
 from amc.smc.weights import logsumexp
-from amc.types import History, Step, Usage
+from amc.types import EnvStep, History, Step, Usage
 
 _ONE_CALL = Usage(calls=1)
 
@@ -59,6 +77,10 @@ class RolloutValueOptions(Frozen):
     replay_cache_size: int = Field(16384, ge=1)
     """Replayed states kept (LRU over history prefixes) when the prior has no replay cache of
     its own to share."""
+    states: Literal["auto", "replay", "fork"] = "auto"
+    """How a rollout gets its state: ``replay`` in process (replay cache), ``fork`` of the state
+    restored by the environment (its RestoresHistory ability), ``auto``: replay for in-process
+    environments, fork for I/O-bound ones."""
 
 
 def soft_mean(returns: np.ndarray, beta: float) -> float:
@@ -74,6 +96,38 @@ def state_entropy(seed: int, history: History) -> list[int]:
     return [int(seed), int.from_bytes(hashlib.sha256(blob).digest()[:8], "little")]
 
 
+class _Walk(Protocol):
+    """How a rollout reads the menu and steps: through the replay cache or its own fork."""
+
+    async def menu(self, task_id: str, actions: tuple[str, ...]) -> list[str] | None: ...
+
+    async def step(self, task_id: str, actions: tuple[str, ...], action: str) -> EnvStep: ...
+
+
+class _ReplayWalk:
+    def __init__(self, replay: ReplayCache) -> None:
+        self.replay = replay
+
+    async def menu(self, task_id: str, actions: tuple[str, ...]) -> list[str] | None:
+        return self.replay.state(task_id, actions).valid_actions()
+
+    async def step(self, task_id: str, actions: tuple[str, ...], action: str) -> EnvStep:
+        return self.replay.step(task_id, actions, action)[1]
+
+
+class _ForkWalk:
+    """A rollout's own environment, already at the rollout's state (task and actions unused)."""
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+
+    async def menu(self, task_id: str, actions: tuple[str, ...]) -> list[str] | None:
+        return await run_io(self.env, self.env.valid_actions)
+
+    async def step(self, task_id: str, actions: tuple[str, ...], action: str) -> EnvStep:
+        return await run_io(self.env, self.env.step, action)
+
+
 class RolloutValue(ReportsUsage):
     """f(s) = beta log mean exp(R_m / beta) over M rollouts of ``prior`` from s."""
 
@@ -85,6 +139,7 @@ class RolloutValue(ReportsUsage):
                        else ReplayCache(suite, options.replay_cache_size))
         self._cache: OrderedDict[tuple[str, tuple[str, ...]], float] = OrderedDict()
         self._wants_menu = isinstance(prior, WantsValidActions) and bool(prior.wants_valid_actions)
+        self._fork_mode: bool | None = None
 
     async def score(self, histories: Sequence[History]) -> list[float]:
         return (await self.score_with_usage(histories))[0]
@@ -119,26 +174,63 @@ class RolloutValue(ReportsUsage):
         budget = self.options.max_steps - history.t
         if history.done or budget <= 0:
             return np.zeros(0), Usage()
-        self.replay.state(history.task_id, history.actions, history.observation0)  # checks s
         rng = np.random.default_rng(state_entropy(self.options.seed, history))
+        if self._forks():
+            return await self._forked_returns(history, budget, rng)
+        self.replay.state(history.task_id, history.actions, history.observation0)  # checks s
         returns = np.zeros(self.options.n_rollouts)
         usage = Usage()
         for m in range(returns.size):  # sequential on one generator: order-independent
-            returns[m], u = await self._rollout(history, budget, rng)
+            returns[m], u = await self._rollout(history, budget, rng, _ReplayWalk(self.replay))
             usage = usage + u
         return returns, usage
 
-    async def _rollout(self, h: History, budget: int, rng: np.random.Generator
-                       ) -> tuple[float, Usage]:
-        """Future reward of one rollout of the prior from ``h``, stepping through the replay
-        cache (a prior that shares the cache then finds each state already replayed)."""
+    def _forks(self) -> bool:
+        """Whether states are restored and forked (decided once, from one new environment)."""
+        if self._fork_mode is None:
+            env = self.suite.make()
+            try:
+                io_bound, restores = env.io_bound, isinstance(env, RestoresHistory)
+            finally:
+                env.close()
+            mode = self.options.states
+            self._fork_mode = mode == "fork" or (mode == "auto" and io_bound)
+            if self._fork_mode and not restores:
+                raise ValueError(f"the rollout value forks states by restoring them, and "
+                                 f"{self.suite.name}'s environment has no restore "
+                                 "(RestoresHistory)")
+        return self._fork_mode
+
+    async def _forked_returns(self, h: History, budget: int, rng: np.random.Generator
+                              ) -> tuple[np.ndarray, Usage]:
+        """The fork path: restore s once, then each rollout on its own fork, closed after it."""
+        root = self.suite.make()
+        returns, usage = np.zeros(self.options.n_rollouts), Usage()
+        try:
+            assert isinstance(root, RestoresHistory)  # checked by _forks
+            await run_io(root, root.restore, h)
+            for m in range(returns.size):  # sequential on one generator: order-independent
+                env = await run_io(root, root.fork)
+                try:
+                    returns[m], u = await self._rollout(h, budget, rng, _ForkWalk(env))
+                finally:
+                    await run_io(env, env.close)
+                usage = usage + u
+        finally:
+            await run_io(root, root.close)
+        return returns, usage
+
+    async def _rollout(self, h: History, budget: int, rng: np.random.Generator,
+                       walk: _Walk) -> tuple[float, Usage]:
+        """Future reward of one rollout of the prior from ``h``, stepping through ``walk`` (the
+        replay cache, where a prior that shares it finds each state already replayed, or the
+        rollout's own fork)."""
         total, usage, calls = 0.0, Usage(), 0
         steps, actions = h.steps, h.actions
         for _ in range(budget):
             seen = History(h.task_id, h.observation0, steps)  # what the driver would pass
             if self._wants_menu:
-                env = self.replay.state(h.task_id, actions)
-                seen = seen.with_valid_actions(env.valid_actions())
+                seen = seen.with_valid_actions(await walk.menu(h.task_id, actions))
             turn = await self.prior.propose(seen, rng)
             if turn.usage == _ONE_CALL:  # the cheap priors' usage: count, skip the addition
                 calls += 1
@@ -146,7 +238,7 @@ class RolloutValue(ReportsUsage):
                 usage = usage + turn.usage
             if turn.error is not None:  # the driver retires such a particle: no more reward
                 break
-            _, res = self.replay.step(h.task_id, actions, turn.action)
+            res = await walk.step(h.task_id, actions, turn.action)
             total += float(res.reward)
             if res.done:
                 break

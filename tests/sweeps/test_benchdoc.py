@@ -110,3 +110,59 @@ def test_webshop_gets_its_gain_plot(tmp_path):
     bench_sections(recs, tmp_path, "ev")
     assert png.read_bytes() == again  # reproducible: a regenerated document changes nothing
     assert "webshop_gain" not in bench_sections([web(0.2, "test", value="none")], None)[0]
+
+
+def sci(gain: float, split: str, value: str, q: float = 0.6, beta: float = 0.1, **kw) -> dict:
+    """A SciWorld record (the grid's base) with AMC ``gain`` above Best-of-N on every task."""
+    base = GRIDS["sciworld"].base
+    c = CellParams(**{**base, "split": split, "q": q, "beta": beta, "value": value,
+                      "n": 4, **kw}).model_dump(mode="json")
+    rows = [{"task_id": str(t), "seed": 0,
+             "bon": {"metrics": {"oracle_best": 0.5}, "calls": 10},
+             "amc": {"metrics": {"oracle_best": 0.5 + gain + 0.01 * t}, "calls": 50}}
+            for t in range(6)]
+    return {"name": f"{split}-{value}", "cell": c, "summary": {}, "rows": rows}
+
+
+def test_sciworld_ceiling_column_reads_the_declared_ceiling_cell():
+    from amc.sweeps.grid import CEILINGS
+
+    runs = [sci(0.0, "validation", "none"), sci(0.02, "test", "none"),
+            sci(0.3, "test", "rollout", beta=0.5)]  # not the declared ceiling cell (beta)
+    (row,) = [ln for ln in summary_section(runs, None).splitlines()
+              if ln.startswith("| sciworld")]
+    assert row.split(" | ")[7] == "–"  # no ceiling yet
+    declared = CEILINGS["sciworld"][0]
+    assert declared["q"] == 0.6
+    ceiling = sci(0.2, **declared)
+    (row,) = [ln for ln in summary_section([*runs, ceiling], None).splitlines()
+              if ln.startswith("| sciworld")]
+    assert row.split(" | ")[7].startswith(f"{compare(ceiling).d.mean:+.3f}")
+
+
+def test_sciworld_rollout_cost_sentence_reads_the_measured_pairs():
+    from amc.sweeps.benchdoc import cell_seconds, rollout_cost_sentence
+    from amc.sweeps.grid import CEILINGS
+
+    def run(q: float, scale: float) -> dict:
+        pairs = [{"task_id": str(t), "bon": {"wall_s": 2.0, "calls": 40, "oracle_best": t / 2},
+                  "amc": {"wall_s": w * scale, "calls": 40 * k}} for t, w, k in
+                 ((1, 10.0, 5), (2, 30.0, 8), (3, 20.0, 6))]
+        return {"conditions": "idle", "q": q, "n": 4, "rollouts": 4, "budget": 10,
+                "every": 2, "pairs": pairs}
+
+    rollout = {"runs": [run(0.6, 1.0), run(0.8, 0.5)]}
+    assert cell_seconds(rollout, {"q": 0.6, "seeds": [0, 1]}) == pytest.approx(2 * (6 + 60))
+    assert cell_seconds(rollout, {"q": 0.8, "seeds": [0]}) == pytest.approx(6 + 30)
+    with pytest.raises(ValueError, match=r"q = 0\.4"):
+        cell_seconds(rollout, {"q": 0.4, "seeds": [0]})
+    text = rollout_cost_sentence({"rollout": rollout})
+    assert "at q = 0.6 (idle; 3 test games, one seed) AMC with the rollout value takes 20 s" in text
+    assert "(median; 10–30 s), Best-of-N 2 s, with 5.0–8.0× Best-of-N's prior calls" in text
+    assert "best-of-pool score is 1 in 2 of 3 of these pairs" in text  # t / 2 >= 1: t = 2, 3
+    assert "at q = 0.8 (idle; 3 test games, one seed) AMC with the rollout value takes 10 s" in text
+    minutes = sum(cell_seconds(rollout, c) for c in CEILINGS["sciworld"]) / 60
+    assert f"come to about {minutes:.0f} min" in text
+    assert "cannot be sized yet: no measured rollout-value pairs at q = 0.8" in (
+        rollout_cost_sentence({"rollout": {"runs": [run(0.6, 1.0)]}}))
+    assert "not measured yet" in rollout_cost_sentence({})

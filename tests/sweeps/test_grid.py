@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from amc.sweeps.benchdoc import cell_seconds
 from amc.sweeps.config import CellParams
 from amc.sweeps.grid import (
+    CEILINGS,
     GRIDS,
     best_regime,
     candidates,
+    ceiling_record,
     choose,
     chosen_test_cells,
     main,
     overrides,
 )
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def record(q: float, n: int, beta: float, value: str, gain: list[float],
@@ -69,3 +75,35 @@ def test_overrides_and_the_command_line(tmp_path: Path, capsys: pytest.CaptureFi
     (tmp_path / "runs").mkdir()
     assert main(["test", "webshop", "--runs", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("error: no webshop validation records")
+
+
+def test_the_sciworld_ceiling_cells_are_declared_and_sized_from_the_measured_cost(
+        capsys: pytest.CaptureFixture[str]):
+    """Committed data: the measured rollout-value pairs cover the cells' test games at the
+    grid's base, and both declared ceiling cells fit in 90 minutes at those figures."""
+    cells = CEILINGS["sciworld"]
+    g = GRIDS["sciworld"]
+    assert {c["q"] for c in cells} == set(g.q) and len(cells) == len(g.q)
+    for c in cells:
+        CellParams.model_validate(c)
+        assert (c["split"], c["value"], c["beta"], c["n"]) == ("test", "rollout", 0.1, 4)
+        assert {k: c[k] for k in g.base} == g.base  # the none cells' base: same tasks, M
+    cost = json.loads((REPO / "evidence" / "sciworld_rollout_cost.json").read_text())
+    games = json.loads((REPO / "sweeps" / g.base["task_file"]).read_text())["test"]
+    for run in cost["runs"]:
+        assert sorted(int(p["task_id"]) for p in run["pairs"]) == sorted(games)
+        assert (run["n"], run["rollouts"], run["budget"], run["every"]) == (
+            4, g.base["rollouts"], g.base["budget"], g.base["every"])
+    assert sum(cell_seconds(cost, c) for c in cells) <= 90 * 60  # every q measured
+    assert main(["ceiling", "sciworld"]) == 0
+    assert capsys.readouterr().out.splitlines() == [overrides(c) for c in cells]
+
+
+def test_a_ceiling_record_is_the_declared_cell_at_its_q_and_n():
+    c = dict(CEILINGS["sciworld"][0])
+    rec = {"cell": c, "rows": []}
+    other = {"cell": {**c, "beta": 0.5}, "rows": []}  # not the declared beta
+    assert ceiling_record([other, rec], "sciworld", c["q"], 4) is rec
+    assert ceiling_record([other], "sciworld", c["q"], 4) is None
+    assert ceiling_record([rec], "sciworld", c["q"], 8) is None
+    assert ceiling_record([rec], "webshop", c["q"], 4) is None

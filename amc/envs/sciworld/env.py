@@ -18,7 +18,10 @@ text) and a step after the end get an error observation and reward 0 and **keep 
 
 **Forking** is verified replay (ScienceWorld has no save/load): the fork loads the same game
 on a pooled simulator, replays the recorded actions and checks that every observation and
-score is the recorded one, raising :class:`ReplayMismatchError` otherwise. Simulators come
+score is the recorded one, raising :class:`ReplayMismatchError` otherwise. ``restore(history)``
+(the :class:`~amc.protocols.RestoresHistory` ability, which the rollout value forks through)
+takes a particle's history as the record without touching a simulator: the next use (a fork)
+replays it with the same checks, the initial observation included. Simulators come
 from the suite's bounded :class:`~amc.envs.sciworld.sim.SimulatorPool` (see there); a
 particle whose simulator was lent to another particle rebuilds it the same way.
 
@@ -45,8 +48,9 @@ from amc.envs.sciworld.sim import (
     SimulatorError,
     SimulatorPool,
 )
+from amc.protocols import RestoresHistory
 from amc.registry import ENVIRONMENTS
-from amc.types import INVALID_ACTION, EnvStep
+from amc.types import INVALID_ACTION, EnvStep, History, Step
 
 EXCLUDED_TASKS = frozenset({"5-1", "5-2", "9-1", "9-2", "9-3", "10-1", "10-2"})
 """ScienceWorld task ids the AgentGym SciWorld server leaves out of its game list."""
@@ -105,6 +109,14 @@ class _Record:
     sent: bool
 
 
+def _record_of(step: Step, i: int) -> _Record:
+    """The record of a history's step: the simulator answered it unless it was an error."""
+    score = step.info.get("score")
+    if not isinstance(score, int | float) or not float(score).is_integer():
+        raise ValueError(f"step {i + 1} of a SciWorld history has no integer info['score']")
+    return _Record(step.action.strip(), step.observation, int(score), "error" not in step.info)
+
+
 def game_table(variations: list[tuple[str, str, int]]) -> list[Game]:
     """The AgentGym game list from (task id, task name, variation count) in package order."""
     games: list[Game] = []
@@ -114,7 +126,7 @@ def game_table(variations: list[tuple[str, str, int]]) -> list[Game]:
     return games
 
 
-class SciWorldEnv:
+class SciWorldEnv(RestoresHistory):
     """One SciWorld episode; its state is the record of steps, its simulator a leased cache."""
 
     io_bound = True
@@ -172,6 +184,19 @@ class SciWorldEnv:
                 child.close()
                 raise
         return child
+
+    def restore(self, history: History) -> None:
+        """Take ``history`` as this episode's record; the next use replays and checks it."""
+        desc, sep, look = history.observation0.partition("\n")
+        if not sep:
+            raise ValueError("a SciWorld history starts with the task description, a newline "
+                             "and the look-around text")
+        self.game, self.task_description, self._look0 = self.suite.game(history.task_id), desc, look
+        self.records = tuple(_record_of(s, i) for i, s in enumerate(history.steps))
+        self.score = self.records[-1].score if self.records else 0
+        self.done, self._valid = history.done, None
+        self._lease.pool.release(self._lease)  # a simulator it held is stale now
+        self._lease = self.suite.pool.lease()
 
     def valid_actions(self) -> list[str] | None:
         if not self.options.enumerate_actions:
