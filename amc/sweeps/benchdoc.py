@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from amc.sweeps import grid
+from amc.sweeps.config import recorded_cell
 from amc.sweeps.hidden import LABEL, selection_summary
 from amc.sweeps.plots import plot_bench_beta
 from amc.sweeps.report import _twin, best_regime, describe, fmt_diff
@@ -162,8 +163,9 @@ def webshop_section(runs: list[dict[str, Any]]) -> str:
     chosen = {id(r) for r in grid.choose(runs, "webshop")}
     out = ["## WebShop: AMC vs Best-of-N on the graded score\n",
            "The fixture catalog that ships with the project (198 generated goals; test = "
-           "goals 5..54, validation = the last 48 train goals), the graded score (attribute, "
-           "option, type and price match), one budget for every task. ✓: chosen on "
+           "goals 5..54, validation = 48 train goals), the graded score (attribute, "
+           "option, type and price match), one budget for every task. "
+           + validation_sample_note(val) + " ✓: chosen on "
            "validation. Reproduce: `cd sweeps && bash queue_bench.sh validation webshop && "
            "dvc queue start -j 1`, `python -m amc.sweeps.harvest --repo .. --out ../evidence`, "
            "then `bash queue_bench.sh test webshop` (the test twins of the chosen cells) and "
@@ -175,7 +177,7 @@ def webshop_section(runs: list[dict[str, Any]]) -> str:
         p = compare(r)
         if p is None:
             continue
-        mark = " ✓" if id(r) in chosen else ""
+        mark = (" (tail)" if is_tail(r) else "") + (" ✓" if id(r) in chosen else "")
         bon = sum(x["bon"]["calls"] for x in r["rows"])
         ratio = sum(x["amc"]["calls"] for x in r["rows"]) / bon if bon else float("nan")
         out.append(f"| {r['cell']['split']}{mark} | {setting(r['cell'])} | {p.d.pairs} "
@@ -183,6 +185,33 @@ def webshop_section(runs: list[dict[str, Any]]) -> str:
                    f"{fmt_diff(compare(r, 'success'))} | {ratio:.1f}× |")
     out.append(hidden_tables(test or val))
     return "\n".join(out) + "\n"
+
+
+def is_tail(rec: dict[str, Any]) -> bool:
+    """A validation record whose tasks were the train list's id tail (no ``val_sample``)."""
+    return rec["cell"]["split"] == "validation" and recorded_cell(rec["cell"]).val_sample == "tail"
+
+
+def validation_sample_note(val: list[dict[str, Any]]) -> str:
+    """Which validation cells ran on the id tail and which on the seeded random sample, and
+    the settings whose betas were compared across the two samples."""
+    tail = [r for r in val if is_tail(r)]
+    if not tail:
+        return "The validation goals are a seeded random sample of train (`val_sample: random`)."
+    mixed: dict[str, dict[bool, list[str]]] = {}
+    for r in val:
+        c = r["cell"]
+        key = f"q = {c['q']:g}, N = {c['n']}, {VALUE_LABEL[c['value']]}"
+        mixed.setdefault(key, {True: [], False: []})[is_tail(r)].append(f"{c['beta']:g}")
+    both = [f"{k} (β {', '.join(sorted(v[True]))} on the tail, {', '.join(sorted(v[False]))} "
+            "on the sample)" for k, v in mixed.items() if v[True] and v[False]]
+    return (f"Validation goals: {len(tail)} of the {len(val)} validation cells (marked tail, "
+            "records from before `val_sample` existed) ran on the train list's last 48 ids -- "
+            "the id order, not a random sample; the other "
+            f"{len(val) - len(tail)} on a seeded random sample (`val_sample: random`, seed 0), "
+            "as every later cell does. "
+            + (f"The choice rule compared β across the two samples for {'; '.join(both)}."
+               if both else ""))
 
 
 def hidden_tables(recs: list[dict[str, Any]]) -> str:

@@ -49,7 +49,7 @@ def test_the_summary_reports_the_validation_choice_on_its_test_cell():
     (none,) = [ln for ln in text.splitlines() if ln.startswith("| webshop") and "none" in ln]
     assert "test cell not run yet" in none
     assert "SciWorld: no cell run yet" in text
-    assert "webshop: 6 of 30 declared validation cells run" in text
+    assert "webshop: 6 of 38 declared validation cells run" in text
 
 
 def test_the_webshop_section_marks_the_chosen_cells_and_the_hidden_selection_losses():
@@ -110,3 +110,18 @@ def test_webshop_gets_its_gain_plot(tmp_path):
     bench_sections(recs, tmp_path, "ev")
     assert png.read_bytes() == again  # reproducible: a regenerated document changes nothing
     assert "webshop_gain" not in bench_sections([web(0.2, "test", value="none")], None)[0]
+
+
+def test_the_webshop_section_says_which_validation_cells_ran_on_the_id_tail():
+    from amc.sweeps.benchdoc import validation_sample_note
+
+    recs = validation()  # every beta on the seeded random sample
+    assert "seeded random sample" in validation_sample_note(recs)
+    assert "tail" not in validation_sample_note(recs)
+    for r in recs[:2]:  # two records from before val_sample existed: the id tail
+        del r["cell"]["val_sample"]
+    note = validation_sample_note(recs)
+    assert note.startswith("Validation goals: 2 of the 4 validation cells")
+    assert "q = 0.4, N = 4, rollout upper bound (β 0.05, 0.1 on the tail, 0.25, 0.5 on" in note
+    lines = webshop_section(recs).splitlines()
+    assert sum(ln.startswith("| validation (tail)") for ln in lines) == 2
