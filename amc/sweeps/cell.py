@@ -71,6 +71,9 @@ class SoftBinaryValue:
     ``rollout`` value estimates -- so both values enter the weights on the same scale.
     ``calibration`` (fitted on validation states, saved with the model) maps p first, then
     ``sharpen`` = k replaces p by p^k (:attr:`CellParams.sharpen`; 1 = the soft value).
+    WebShop's value regresses the graded score's mean p; the same map then treats p as a
+    success probability, which for a reward in [0, 1] of mean p bounds the soft value from
+    above (E exp(R / beta) <= 1 - p + p e^{1/beta} by convexity).
     """
 
     def __init__(self, inner: Any, beta: float, sharpen: float = 1.0,
