@@ -14,7 +14,15 @@ curve, the final model's held-out metrics, the same metrics of the Monte-Carlo r
 the same held-out states (``ceiling``: what a perfect V_theta would approach) and the model's
 content hash (``model_hash``, the ``value_model_hash`` of the cells that use it), committed as
 evidence.
-Run as ``python -m amc.sweeps.value`` in ``sweeps/``.
+
+WebShop (``--section value_webshop``, stage ``value_webshop``): the same recipe on the cells'
+benchmark (:mod:`amc.sweeps.bench`: the fixture catalog, the WebShop planner-mix prior) with
+that section's own cell keys -- the WebShop cells' fixed budget (the environment's step limit,
+so no plan length; ``show_budget`` stays off) and validation sample -- and the graded score as
+the target (the forced buy's purchase, in [0, 1]); no doomed mask in the offline figures, and
+only realised-return targets. The model directory gets ``sweep_split.json``, which a learned
+WebShop cell checks against its own split (:func:`amc.sweeps.cell.check_value_split`).
+Run as ``python -m amc.sweeps.value [--section value_webshop]`` in ``sweeps/``.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from amc.config import SMCConfig
 from amc.smc.sampler import run_task
 from amc.sweeps.bench import bench_prior, make_bench_suite, value_budget
 from amc.sweeps.cell import CALIBRATION_FILE, SPLIT_FILE, dir_hash, split_record
-from amc.sweeps.config import CellParams, ValueParams, load_sweep_params
+from amc.sweeps.config import CellParams, SweepParams, ValueParams, load_sweep_params
 from amc.sweeps.tasks import value_train_tasks
 from amc.types import History
 from amc.value.data import (
@@ -209,6 +217,16 @@ def fit_calibration(vp: ValueParams, val: Any) -> dict[str, Any]:
     return cal
 
 
+def section(params: SweepParams, name: str) -> tuple[ValueParams, CellParams]:
+    """A value stage's (value, cell) parameters: ``value`` -> TextCraft's (the sweep's
+    ``value`` and ``cell``), ``value_webshop`` -> that section's own."""
+    if name == "value":
+        return params.value, params.cell
+    if name == "value_webshop":
+        return params.value_webshop.value, params.value_webshop.cell
+    raise ValueError(f"no value section {name!r}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m amc.sweeps.value``: TextCraft's value (params ``value`` and ``cell``);
     ``--section value_webshop``: WebShop's (that section's own ``value`` and ``cell``)."""
@@ -217,12 +235,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--section", choices=("value", "value_webshop"), default="value")
     args = ap.parse_args(argv)
-    params = load_sweep_params()
-    if args.section == "value":
-        vp, cell = params.value, params.cell
-    else:
-        vp, cell = params.value_webshop.value, params.value_webshop.cell
-    rec = run(vp, cell, progress=False)
+    rec = run(*section(load_sweep_params(), args.section), progress=False)
     print(json.dumps(rec["final"], indent=1))
 
 

@@ -38,6 +38,10 @@ def test_the_params_file_declares_the_webshop_value_on_the_cells_split():
     assert w.cell.benchmark == "webshop" and w.cell.budget == 6 and w.cell.val_sample == "random"
     assert w.value.out_dir == "models/value-webshop" and not w.value.show_budget
     assert params.value.out_dir == "models/value"  # TextCraft's value is untouched
+    from amc.sweeps.value import section
+
+    assert section(params, "value") == (params.value, params.cell)
+    assert section(params, "value_webshop") == (w.value, w.cell)
 
 
 def test_webshop_rows_render_the_instruction_without_a_budget_and_graded_targets(web_dir: Path):
