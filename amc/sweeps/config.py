@@ -183,7 +183,7 @@ class BenchValueParams(Frozen):
     """Benchmark, fixed budget and validation sample of the cells it serves (the value trains
     on the train tasks outside that sample; ``rollouts`` = M of its rollout ceiling)."""
     value: ValueParams = ValueParams(
-        q_grid=(0.3, 0.4, 0.6), rollouts=8, max_length=384, work_dir="work/value-webshop",
+        q_grid=(0.3,), rollouts=24, max_length=384, work_dir="work/value-webshop",
         out_dir="models/value-webshop", quality_file="out/value_quality_webshop.json")
     """Its data and training (the rollouts' budget is ``cell.budget``: no plan length)."""
 

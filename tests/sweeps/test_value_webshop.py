@@ -37,6 +37,10 @@ def test_the_params_file_declares_the_webshop_value_on_the_cells_split():
     assert split_record(w.cell) == split_record(WEB.cell)  # the file spells out the defaults
     assert w.cell.benchmark == "webshop" and w.cell.budget == 6 and w.cell.val_sample == "random"
     assert w.value.out_dir == "models/value-webshop" and not w.value.show_budget
+    from amc.sweeps.grid import GRIDS
+
+    # trained on the learned cells' own prior: planner-mix at the cells' skills
+    assert w.value.q_grid == GRIDS["webshop"].value_q["learned"]
     assert params.value.out_dir == "models/value"  # TextCraft's value is untouched
     from amc.sweeps.value import section
 
