@@ -8,7 +8,9 @@ environment's own step limit is set to it; WebShop's forced buy follows it). Sci
 in-process ScienceWorld with the action menu on (the planner-mix prior's random branch draws
 from it), the splits of ``CellParams.task_file`` (a subset whose gold paths fit the budget),
 one fixed budget. The validation split is drawn from train as for TextCraft
-(:func:`amc.sweeps.tasks.split_tasks`).
+(:func:`amc.sweeps.tasks.split_tasks`). The learned value's data (:mod:`amc.sweeps.value`) uses
+the same suite, the benchmark's planner-mix prior (:func:`bench_prior`) and budgets
+(:func:`value_budget`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from amc.sweeps.config import CellParams
+from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_planner
+from amc.sweeps.config import CellParams, ValueParams
 from amc.sweeps.tasks import make_suite, task_budget
 
 FIXTURE_DIR = Path("work/webshop-fixture")
@@ -57,6 +60,23 @@ def bench_budget(suite: Any, cell: CellParams, task: str) -> int:
     if cell.budget is not None:
         return cell.budget
     return task_budget(suite, task, cell.slack, cell.menu_form)
+
+
+def bench_prior(suite: Any, cell: CellParams, q: float, menu_form: bool) -> PlannerMixPrior:
+    """The planner-mix prior of the cell's benchmark at skill q (``menu_form`` rewrites
+    TextCraft's planner actions only: the other planners emit menu actions)."""
+    return PlannerMixPrior(suite, load_planner(cell.benchmark), PlannerMixOptions(
+        q=q, menu_form=menu_form and cell.benchmark == "textcraft"))
+
+
+def value_budget(suite: Any, cell: CellParams, vp: ValueParams, task: str) -> int:
+    """A value-data rollout's budget: TextCraft's plan + slack (or ``vp.fixed_budget``); the
+    other benchmarks' cells' one fixed budget (``cell.budget``), the environment's limit."""
+    if cell.benchmark == "textcraft":
+        return task_budget(suite, task, vp.slack, vp.menu_form, vp.fixed_budget)
+    if cell.budget is None:
+        raise ValueError(f"a {cell.benchmark} value needs the cells' fixed budget (cell.budget)")
+    return cell.budget
 
 
 def _task_file(path: str | None) -> dict[str, list[int]] | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from amc.sweeps import grid
+from amc.sweeps.config import recorded_cell
 from amc.sweeps.hidden import LABEL, selection_summary
 from amc.sweeps.plots import plot_bench_beta
 from amc.sweeps.report import _twin, best_regime, describe, fmt_diff
@@ -210,8 +211,9 @@ def webshop_section(runs: list[dict[str, Any]]) -> str:
     chosen = {id(r) for r in grid.choose(runs, "webshop")}
     out = ["## WebShop: AMC vs Best-of-N on the graded score\n",
            "The fixture catalog that ships with the project (198 generated goals; test = "
-           "goals 5..54, validation = the last 48 train goals), the graded score (attribute, "
-           "option, type and price match), one budget for every task. ✓: chosen on "
+           "goals 5..54, validation = 48 train goals), the graded score (attribute, "
+           "option, type and price match), one budget for every task. "
+           + validation_sample_note(val) + " ✓: chosen on "
            "validation. Reproduce: `cd sweeps && bash queue_bench.sh validation webshop && "
            "dvc queue start -j 1`, `python -m amc.sweeps.harvest --repo .. --out ../evidence`, "
            "then `bash queue_bench.sh test webshop` (the test twins of the chosen cells) and "
@@ -223,7 +225,7 @@ def webshop_section(runs: list[dict[str, Any]]) -> str:
         p = compare(r)
         if p is None:
             continue
-        mark = " ✓" if id(r) in chosen else ""
+        mark = (" (tail)" if is_tail(r) else "") + (" ✓" if id(r) in chosen else "")
         bon = sum(x["bon"]["calls"] for x in r["rows"])
         ratio = sum(x["amc"]["calls"] for x in r["rows"]) / bon if bon else float("nan")
         out.append(f"| {r['cell']['split']}{mark} | {setting(r['cell'])} | {p.d.pairs} "
@@ -231,6 +233,33 @@ def webshop_section(runs: list[dict[str, Any]]) -> str:
                    f"{fmt_diff(compare(r, 'success'))} | {ratio:.1f}× |")
     out.append(hidden_tables(test or val))
     return "\n".join(out) + "\n"
+
+
+def is_tail(rec: dict[str, Any]) -> bool:
+    """A validation record whose tasks were the train list's id tail (no ``val_sample``)."""
+    return rec["cell"]["split"] == "validation" and recorded_cell(rec["cell"]).val_sample == "tail"
+
+
+def validation_sample_note(val: list[dict[str, Any]]) -> str:
+    """Which validation cells ran on the id tail and which on the seeded random sample, and
+    the settings whose betas were compared across the two samples."""
+    tail = [r for r in val if is_tail(r)]
+    if not tail:
+        return "The validation goals are a seeded random sample of train (`val_sample: random`)."
+    mixed: dict[str, dict[bool, list[str]]] = {}
+    for r in val:
+        c = r["cell"]
+        key = f"q = {c['q']:g}, N = {c['n']}, {VALUE_LABEL[c['value']]}"
+        mixed.setdefault(key, {True: [], False: []})[is_tail(r)].append(f"{c['beta']:g}")
+    both = [f"{k} (β {', '.join(sorted(v[True]))} on the tail, {', '.join(sorted(v[False]))} "
+            "on the sample)" for k, v in mixed.items() if v[True] and v[False]]
+    return (f"Validation goals: {len(tail)} of the {len(val)} validation cells (marked tail, "
+            "records from before `val_sample` existed) ran on the train list's last 48 ids -- "
+            "the id order, not a random sample; the other "
+            f"{len(val) - len(tail)} on a seeded random sample (`val_sample: random`, seed 0), "
+            "as every later cell does. "
+            + (f"The choice rule compared β across the two samples for {'; '.join(both)}."
+               if both else ""))
 
 
 def hidden_tables(recs: list[dict[str, Any]]) -> str:
@@ -265,11 +294,42 @@ TEXTCRAFT_NOTE = (
     "(WebShop, above).\n")
 
 
+def webshop_value_note(runs: list[dict[str, Any]], values: dict[str, dict[str, Any]]) -> str:
+    """The held-out quality of each learned V_theta the WebShop cells used (``values/<id>``,
+    kept by the harvest), beside the rollout value's on the same states."""
+    ids = sorted({str(r["value_model_hash"]) for r in runs if bench_of(r) == "webshop"
+                  and r["cell"]["value"] == "learned" and r.get("value_model_hash")})
+    out = []
+    for v in ids:
+        q = values.get(v)
+        if q is None:
+            out.append(f"Learned V_θ `{v}`: no quality record under evidence/values.")
+            continue
+        f, c, tr = q["final"], q["ceiling"], q["data"]["splits"]["train"]
+        out.append(
+            f"Learned V_θ `{v}` (stage value_webshop: {tr['rows']} training states of "
+            f"{tr['tasks']} train goals outside validation, planner-mix q ∈ "
+            f"{{{', '.join(f'{x:g}' for x in q['data']['q_grid'])}}}, target the graded score "
+            f"to come): on {c['states']:.0f} held-out states Pearson {f['test_pearson']:.3f}, "
+            f"AUC {f['test_auc']:.3f}, AUC within (goal, step) {f['test_auc_within']:.3f}; the "
+            f"rollout value on the same states (M = {c['rollouts']:.0f}) Pearson "
+            f"{c['pearson']:.3f}, AUC {c['auc']:.3f}, within {c['auc_within']:.3f}. Its "
+            "rollouts take the agent's remaining steps only, not WebShop's forced buy after "
+            "the last one, so from a state that would end on an item page it can score 0 "
+            "where the episode is scored.")
+    return "\n".join(out)
+
+
 def bench_sections(runs: list[dict[str, Any]], plots: Path | None = None,
-                   link: str = "evidence") -> list[str]:
+                   link: str = "evidence", values: dict[str, dict[str, Any]] | None = None
+                   ) -> list[str]:
     """The sections after the summary: WebShop's tables (and its plot, drawn under ``plots``
-    when given, linked as ``link/``) and the TextCraft note."""
+    when given, linked as ``link/``; its learned values' quality from ``values``) and the
+    TextCraft note."""
     web = webshop_section(runs)
+    note = webshop_value_note(runs, values or {})
+    if web and note:
+        web += "\n" + note + "\n"
     cells = [*grid.of_bench(runs, "webshop", "validation"), *grid.of_bench(runs, "webshop",
                                                                            "test")]
     if web and any(r["cell"]["value"] == "rollout" for r in cells):

@@ -40,6 +40,11 @@ from amc.value.simple import ZeroValue
 
 CALIBRATION_FILE = "calibration.json"
 """The value's fitted calibration in its model directory (:mod:`amc.value.calibration`)."""
+SPLIT_FILE = "sweep_split.json"
+"""A non-TextCraft value's record of the split it was trained outside (:func:`split_record`)."""
+SPLIT_KEYS = ("benchmark", "budget", "catalog", "task_file", "depth", "val_tasks", "val_sample",
+              "val_seed")
+"""The cell keys that fix a benchmark's tasks, validation sample and budget."""
 METRICS = ("oracle_best", "deployable_reward", "max_weight_reward", "weighted_mean_reward",
            "max_weight_masked_reward", "mode_reward", "success")
 """Task metrics summarised per cell (whatever else run_task reports is kept in the rows)."""
@@ -66,6 +71,9 @@ class SoftBinaryValue:
     ``rollout`` value estimates -- so both values enter the weights on the same scale.
     ``calibration`` (fitted on validation states, saved with the model) maps p first, then
     ``sharpen`` = k replaces p by p^k (:attr:`CellParams.sharpen`; 1 = the soft value).
+    WebShop's value regresses the graded score's mean p; the same map then treats p as a
+    success probability, which for a reward in [0, 1] of mean p bounds the soft value from
+    above (E exp(R / beta) <= 1 - p + p e^{1/beta} by convexity).
     """
 
     def __init__(self, inner: Any, beta: float, sharpen: float = 1.0,
@@ -113,6 +121,31 @@ class ValueFactory:
         return self._by_budget[budget]
 
 
+def split_record(cell: CellParams) -> dict[str, Any]:
+    """The cell keys of :data:`SPLIT_KEYS` (what a value stage writes as ``SPLIT_FILE``)."""
+    return {k: getattr(cell, k) for k in SPLIT_KEYS}
+
+
+def check_value_split(cell: CellParams) -> None:
+    """A learned cell off TextCraft needs a value trained on its benchmark outside its own
+    validation sample: the model directory's ``SPLIT_FILE`` must match the cell's split keys
+    (TextCraft's value stage writes none; issue 30's cells use it as before)."""
+    if cell.benchmark == "textcraft":
+        return
+    if cell.benchmark != "webshop":
+        raise ValueError(f"no learned value for {cell.benchmark} (value stages: textcraft, "
+                         "webshop): use value rollout or none")
+    path = Path(cell.value_model) / SPLIT_FILE
+    if not path.is_file():
+        raise ValueError(f"{cell.value_model} is not a {cell.benchmark} value (no {SPLIT_FILE};"
+                         " the webshop value is models/value-webshop, stage value_webshop)")
+    have, want = json.loads(path.read_text()), split_record(cell)
+    if have != want:
+        diff = {k: (have.get(k), v) for k, v in want.items() if have.get(k) != v}
+        raise ValueError(f"{cell.value_model} was trained for another split: (value, cell) "
+                         f"{diff}")
+
+
 def load_calibration(model_dir: str | Path) -> Any:
     """The model's fitted calibration (None when the value stage fitted none)."""
     from amc.value.calibration import Calibration
@@ -134,9 +167,8 @@ def method_row(res: Any, beta: float | None = None) -> dict[str, Any]:
 
 async def run_cell(cell: CellParams, progress: bool = False) -> list[dict[str, Any]]:
     """One row per (task, seed): Best-of-N and AMC at equal N, same seed (paired)."""
-    if cell.value == "learned" and cell.benchmark != "textcraft":
-        raise ValueError(f"no learned value for {cell.benchmark} yet (the value stage is "
-                         "TextCraft's): use value rollout or none")
+    if cell.value == "learned":
+        check_value_split(cell)
     suite = make_bench_suite(cell)
     # menu_form rewrites TextCraft's planner actions (the other planners emit menu actions)
     menu_form = cell.menu_form and cell.benchmark == "textcraft"

@@ -171,6 +171,23 @@ def recorded_cell(cell: dict[str, object]) -> CellParams:
     return CellParams.model_validate({**LEGACY_CELL, **cell})
 
 
+WEBSHOP_VALUE_CELL = CellParams(benchmark="webshop", budget=6, val_tasks=48, rollouts=8)
+"""The WebShop cells' split keys (amc.sweeps.grid's base) and the ceiling's M."""
+
+
+class BenchValueParams(Frozen):
+    """A learned value of another benchmark's cells (section ``value_webshop``): its own cell
+    keys, so the cells' ``-S cell.*`` overrides never make it stale nor TextCraft's stale."""
+
+    cell: CellParams = WEBSHOP_VALUE_CELL
+    """Benchmark, fixed budget and validation sample of the cells it serves (the value trains
+    on the train tasks outside that sample; ``rollouts`` = M of its rollout ceiling)."""
+    value: ValueParams = ValueParams(
+        q_grid=(0.3,), rollouts=24, max_length=384, work_dir="work/value-webshop",
+        out_dir="models/value-webshop", quality_file="out/value_quality_webshop.json")
+    """Its data and training (the rollouts' budget is ``cell.budget``: no plan length)."""
+
+
 class SweepParams(Frozen):
     """``sweeps/params.yaml``."""
 
@@ -178,6 +195,8 @@ class SweepParams(Frozen):
     """The cell a ``dvc exp run -S cell.<key>=...`` runs."""
     value: ValueParams = ValueParams()
     """The learned value's training."""
+    value_webshop: BenchValueParams = BenchValueParams()
+    """WebShop's learned value (stage ``value_webshop``: ``models/value-webshop``)."""
 
 
 def load_sweep_params(path: str | Path = PARAMS_FILE) -> SweepParams:

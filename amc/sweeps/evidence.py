@@ -103,7 +103,7 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
     parts.append(methods_section(protocol, after, values or {}))
     parts.append(superseded_section(old, values or {}))
     parts.append(quality_section(quality, plots, link))
-    parts += bench_sections(others, plots, link)
+    parts += bench_sections(others, plots, link, values)
     return "\n".join(p for p in parts if p).rstrip() + "\n"
 
 

@@ -2,9 +2,12 @@
 
 Committed before any test cell runs. Per benchmark a base configuration (fixed budget, tasks,
 seeds) and a grid: planner-mix skills q, particles N, AMC's value (the rollout upper bound, no
-value), and the KL coefficients beta tried on **validation** cells (the tail of the train
-split). The rollout value's cost does not depend on beta's role in the weights, but its
-estimate f = beta log mean exp(R / beta) does, so beta is chosen per value.
+value, and on WebShop the learned V_theta of stage ``value_webshop`` at the skills of
+``value_q``), and the KL coefficients beta tried on **validation** cells (48 train tasks: the
+id tail for the first WebShop cells, records without ``val_sample``; a seeded random sample,
+``val_sample: random``, for every later one, the learned cells included). The rollout value's
+cost does not depend on beta's role in the weights, but its estimate
+f = beta log mean exp(R / beta) does, so beta is chosen per value.
 
 **Choice rule** (:func:`choose`): for each (q, N, value) the beta whose validation cell has the
 largest mean AMC - Best-of-N on the oracle best-of-pool score (ties: the larger beta, the
@@ -51,7 +54,11 @@ class BenchGrid:
     beta: tuple[float, ...]
     """KL coefficients tried on validation (AMC with a value)."""
     values: tuple[str, ...] = ("rollout", "none")
-    """AMC's values (no learned value for these benchmarks yet: the value stage is TextCraft's)."""
+    """AMC's values (learned: a value stage of the benchmark, e.g. ``value_webshop``)."""
+    value_q: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    """Skills of a value's cells where they are fewer than ``q`` (e.g. the learned value's)."""
+    value_keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Cell keys of a value's cells only (the learned value's model directory)."""
     none_beta: float = 0.1
     """The one beta of the ``none`` cells."""
     seeds: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -63,6 +70,8 @@ GRIDS: dict[str, BenchGrid] = {
         base={"benchmark": "webshop", "budget": 6, "val_tasks": 48, "rollouts": 8,
               "every": 2, "schedule": "every"},
         q=(0.3, 0.4, 0.6), n=(4, 8), beta=(0.05, 0.1, 0.25, 0.5),
+        values=("rollout", "none", "learned"), value_q={"learned": (0.3,)},
+        value_keys={"learned": {"value_model": "models/value-webshop", "val_sample": "random"}},
         seeds={"validation": (0, 1, 2, 3), "test": (0, 1, 2, 3, 4, 5)}),
     "sciworld": BenchGrid(
         base={"benchmark": "sciworld", "budget": 10, "val_tasks": 6, "rollouts": 4,
@@ -70,14 +79,19 @@ GRIDS: dict[str, BenchGrid] = {
         q=(0.6, 0.8), n=(4,), beta=(0.1,), values=("none",),
         seeds={"validation": (0,), "test": (0, 1)}),
 }
-"""The declared cells. WebShop: the fixture catalog (test = goals 5..54, validation = the last
-48 of the 148 train goals), budget 6 (the oracle plan takes 4-6 steps: search, open, 0-2
-options, buy). SciWorld: validation cells of value ``none`` only; the rollout ceiling is the
-test cells of :data:`CEILINGS` (its forks are verified JVM replays, seconds each)."""
+"""The declared cells. WebShop: the fixture catalog (test = goals 5..54, validation = 48 of
+the 148 train goals: the id tail in the first cells, a seeded random sample in the later ones
+and in every learned cell), budget 6 (the oracle plan takes 4-6 steps: search, open, 0-2
+options, buy); the learned value (declared after the rollout and none cells ran, before any
+learned cell) at the skill both chose, q = 0.3, at both N and every beta. SciWorld: validation
+cells of value ``none`` only; the rollout ceiling is the test cells of :data:`CEILINGS` (its
+forks are verified JVM replays, seconds each)."""
+
 
 def cell(grid: BenchGrid, split: str, **kw: Any) -> dict[str, Any]:
-    """One cell's overrides of sweeps/params.yaml."""
-    return {**grid.base, "split": split, "seeds": list(grid.seeds[split]), **kw}
+    """One cell's overrides of sweeps/params.yaml (with its value's own keys)."""
+    return {**grid.base, "split": split, "seeds": list(grid.seeds[split]), **kw,
+            **grid.value_keys.get(str(kw.get("value")), {})}
 
 
 CEILINGS: dict[str, tuple[dict[str, Any], ...]] = {
@@ -102,7 +116,7 @@ def candidates(bench: str) -> list[dict[str, Any]]:
     for value in g.values:
         betas = declared_betas(bench, value)
         for n in g.n:
-            for q in g.q:
+            for q in g.value_q.get(value, g.q):
                 out += [cell(g, "validation", q=q, n=n, beta=b, value=value) for b in betas]
     return out
 

@@ -7,8 +7,10 @@ compact row per line, so diffs stay readable), and the learned value's quality c
 (``sweeps/out/value_quality.json`` of the checked-out commit) becomes
 ``evidence/value_quality.json`` and, by the value's content hash,
 ``evidence/values/<hash>.json`` (so cells run with an earlier value keep its quality beside
-them). Nothing is dropped: a name seen twice with different rows keeps both (the second gets
-the experiment's name as a suffix).
+them); WebShop's value (``sweeps/out/value_quality_webshop.json``, stage ``value_webshop``)
+likewise, as ``evidence/value_quality_webshop.json`` and under ``values/``. Nothing is
+dropped: a name seen twice with different rows keeps both (the second gets the experiment's
+name as a suffix).
 
     python -m amc.sweeps.harvest --repo /tmp/clone --out evidence
 """
@@ -24,6 +26,8 @@ from typing import Any
 
 RUNS = "sweeps/out/runs.json"
 QUALITY = "sweeps/out/value_quality.json"
+QUALITY_FILES = (QUALITY, "sweeps/out/value_quality_webshop.json")
+"""Every value stage's quality record (TextCraft's, WebShop's)."""
 
 
 def git(repo: Path, *args: str) -> str:
@@ -66,23 +70,27 @@ def harvest(repo: Path, out: Path) -> list[Path]:
             continue  # an experiment of another stage (e.g. the value alone)
         rec = json.loads(text)
         rec["experiment"] = ref.rsplit("/", 1)[-1]
-        try:  # the value this experiment trained (or checked out)
-            qtext: str | None = git(repo, "show", f"{ref}:{QUALITY}")
-        except subprocess.CalledProcessError:
-            qtext = None
-        if qtext is not None and rec.get("value_model_hash") == json.loads(qtext).get(
-                "model_hash"):
-            rec["value_model_hash"] = value_id(json.loads(qtext))  # with its calibration
+        qtexts = []  # the values this experiment trained (or checked out)
+        for path in QUALITY_FILES:
+            try:
+                qtexts.append(git(repo, "show", f"{ref}:{path}"))
+            except subprocess.CalledProcessError:
+                continue
+        used = rec.get("value_model_hash")
+        for qtext in qtexts:
+            if used is not None and used == json.loads(qtext).get("model_hash"):
+                rec["value_model_hash"] = value_id(json.loads(qtext))  # with its calibration
         p = save(rec, out / "runs", rec["experiment"])
         if p is not None:
             written.append(p)
-        if qtext is not None:
+        for qtext in qtexts:
             written += save_quality(qtext, out)
-    quality = repo / QUALITY
-    if quality.is_file():
-        (out / "value_quality.json").write_text(quality.read_text())
-        written.append(out / "value_quality.json")
-        written += save_quality(quality.read_text(), out)
+    for path in QUALITY_FILES:
+        quality = repo / path
+        if quality.is_file():
+            (out / quality.name).write_text(quality.read_text())
+            written.append(out / quality.name)
+            written += save_quality(quality.read_text(), out)
     return written
 
 

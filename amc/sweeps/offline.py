@@ -9,7 +9,8 @@ Doomed states (TextCraft): the planner's remaining steps from the state's invent
 menu-form planner's, simulated, when the data's prior acts in menu form) exceed the steps left
 of the budget. The planner's count is the fewest steps *its* recipe choices allow, so a few
 such states may still succeed by another recipe; those are counted (``doomed_succeeded``) and
-left out of the mask.
+left out of the mask. Other benchmarks (``suite`` None) get no doomed mask: the figures without
+``doomed_*``.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def is_doomed(suite: TextCraftSuite, h: History, menu_form: bool) -> bool:
     return left is not None and not h.done and remaining_steps(suite, h, menu_form) > left
 
 
-def held_out_figures(suite: TextCraftSuite, histories: list[History], held: Any,
+def held_out_figures(suite: TextCraftSuite | None, histories: list[History], held: Any,
                      preds: dict[str, dict[Key, float]], menu_form: bool) -> dict[str, Any]:
     """Figures of each prediction set (name -> p by row key) on the held-out rows ``held``."""
     by_key = {(t, g): h for t, g, h in keyed(histories)}
@@ -60,11 +61,14 @@ def held_out_figures(suite: TextCraftSuite, histories: list[History], held: Any,
             for r in held if not r["terminal"]]
     keys = [(t, g, s) for t, g, s, _ in rows]
     success = np.array([y >= 0.5 for *_, y in rows], bool)
-    doomed = np.array([is_doomed(suite, by_key[(t, g)].prefix(s), menu_form)
-                       for t, g, s in keys], bool)
     groups = [(t, s) for t, _, s in keys]
-    out: dict[str, Any] = {"doomed_succeeded": float((doomed & success).sum())}
-    mask = doomed & ~success
+    out: dict[str, Any] = {}
+    mask = None
+    if suite is not None:
+        doomed = np.array([is_doomed(suite, by_key[(t, g)].prefix(s), menu_form)
+                           for t, g, s in keys], bool)
+        out["doomed_succeeded"] = float((doomed & success).sum())
+        mask = doomed & ~success
     for name, p in preds.items():
         out[name] = offline_figures([p[k] for k in keys], success, groups, mask)
     return out

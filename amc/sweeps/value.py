@@ -14,7 +14,15 @@ curve, the final model's held-out metrics, the same metrics of the Monte-Carlo r
 the same held-out states (``ceiling``: what a perfect V_theta would approach) and the model's
 content hash (``model_hash``, the ``value_model_hash`` of the cells that use it), committed as
 evidence.
-Run as ``python -m amc.sweeps.value`` in ``sweeps/``.
+
+WebShop (``--section value_webshop``, stage ``value_webshop``): the same recipe on the cells'
+benchmark (:mod:`amc.sweeps.bench`: the fixture catalog, the WebShop planner-mix prior) with
+that section's own cell keys -- the WebShop cells' fixed budget (the environment's step limit,
+so no plan length; ``show_budget`` stays off) and validation sample -- and the graded score as
+the target (the forced buy's purchase, in [0, 1]); no doomed mask in the offline figures, and
+only realised-return targets. The model directory gets ``sweep_split.json``, which a learned
+WebShop cell checks against its own split (:func:`amc.sweeps.cell.check_value_split`).
+Run as ``python -m amc.sweeps.value [--section value_webshop]`` in ``sweeps/``.
 """
 
 from __future__ import annotations
@@ -27,11 +35,11 @@ from typing import Any
 import numpy as np
 
 from amc.config import SMCConfig
-from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_planner
 from amc.smc.sampler import run_task
-from amc.sweeps.cell import CALIBRATION_FILE, dir_hash
-from amc.sweeps.config import CellParams, ValueParams, load_sweep_params
-from amc.sweeps.tasks import make_suite, task_budget, value_train_tasks
+from amc.sweeps.bench import bench_prior, make_bench_suite, value_budget
+from amc.sweeps.cell import CALIBRATION_FILE, SPLIT_FILE, dir_hash, split_record
+from amc.sweeps.config import CellParams, SweepParams, ValueParams, load_sweep_params
+from amc.sweeps.tasks import value_train_tasks
 from amc.types import History
 from amc.value.data import (
     DatasetOptions,
@@ -47,13 +55,12 @@ from amc.value.simple import ZeroValue
 
 async def rollouts(vp: ValueParams, cell: CellParams) -> list[tuple[float, History]]:
     """(q, episode) of the prior on the value-training tasks, every q of the grid."""
-    suite = make_suite(cell)
+    suite = make_bench_suite(cell)
     out: list[tuple[float, History]] = []
     for qi, q in enumerate(vp.q_grid):
-        prior = PlannerMixPrior(suite, load_planner("textcraft"),
-                                PlannerMixOptions(q=q, menu_form=vp.menu_form))
+        prior = bench_prior(suite, cell, q, vp.menu_form)
         for task in value_train_tasks(suite, cell)[: vp.max_tasks]:
-            budget = task_budget(suite, task, vp.slack, vp.menu_form, vp.fixed_budget)
+            budget = value_budget(suite, cell, vp, task)
             smc = SMCConfig(n_particles=vp.rollouts, max_steps=budget, resample="never")
             res = await run_task(suite=suite, prior=prior, value=ZeroValue(), task_id=task,
                                  smc=smc, seed=vp.seed * 1000 + qi, method="bon")
@@ -75,12 +82,11 @@ async def ceiling(tagged: list[tuple[float, History]], tasks: set[str], vp: Valu
     from amc.value.targets import keyed
 
     traj = {id(h): g for _, g, h in keyed([h for _, h in tagged])}
-    suite = make_suite(cell)
+    suite = make_bench_suite(cell)
     threshold = dataset_options(vp).success_threshold  # the dataset's definition of success
     cols: dict[str, list[Any]] = {k: [] for k in ("pred", "target", "so_far", "success", "g")}
     for q in sorted({q for q, _ in tagged}):
-        prior = PlannerMixPrior(suite, load_planner("textcraft"),
-                                PlannerMixOptions(q=q, menu_form=vp.menu_form))
+        prior = bench_prior(suite, cell, q, vp.menu_form)
         for h in (h for qq, h in tagged if qq == q and h.task_id in tasks):
             rv = RolloutValue(suite, prior, 1.0, RolloutValueOptions(
                 n_rollouts=cell.rollouts, max_steps=h.budget or len(h.steps), seed=vp.seed))
@@ -103,23 +109,24 @@ async def ceiling(tagged: list[tuple[float, History]], tasks: set[str], vp: Valu
             "auc_within_by_step": by_step}
 
 
-def train_config(vp: ValueParams, cache_dir: Path, track: bool) -> Any:
-    """Head-mode training of MiniLM on the sweep's data (CPU)."""
+def train_config(vp: ValueParams, cache_dir: Path, track: bool, env: str = "textcraft") -> Any:
+    """Head-mode training of MiniLM on the sweep's data (CPU) of benchmark ``env``."""
     from amc.value.features import HeadConfig
     from amc.value.model import ModelConfig
     from amc.value.train import TrainConfig
 
     return TrainConfig(model=ModelConfig(max_length=vp.max_length, loss=vp.loss), mode="head",
                        head=HeadConfig(cache_dir=cache_dir, epochs=vp.epochs), seed=vp.seed,
-                       device="cpu", env="textcraft", experiment="amc-sweeps-value",
+                       device="cpu", env=env, experiment="amc-sweeps-value",
                        tracking_uri=vp.tracking_uri, track=track, register_model=False)
 
 
-def dataset_options(vp: ValueParams) -> DatasetOptions:
-    """Rendering (budget = max_length - 4 tokens; the goal and the latest state stay)."""
+def dataset_options(vp: ValueParams, env: str = "textcraft") -> DatasetOptions:
+    """Rendering of benchmark ``env``'s states (budget = max_length - 4 tokens; the goal and
+    the latest state stay; steps left only with ``show_budget``)."""
     from amc.value.render import RenderOptions
 
-    render = RenderOptions(env="textcraft", history_k=vp.history_k, max_tokens=vp.max_length - 4,
+    render = RenderOptions(env=env, history_k=vp.history_k, max_tokens=vp.max_length - 4,
                            preamble="Predict the future reward.", show_budget=vp.show_budget)
     return DatasetOptions(render=render, val_fraction=0.15, test_fraction=0.15, seed=vp.seed)
 
@@ -134,20 +141,26 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
     ds = work / "dataset"
     from amc.sweeps.value_targets import apply_targets, held_out_tasks, smc_histories
 
+    if cell.benchmark != "textcraft" and (vp.smc_states or vp.state_rollouts
+                                          or vp.targets != "return"):
+        raise ValueError("the value options smc_states, state_rollouts and td targets are "
+                         "TextCraft's; a " + cell.benchmark + " value trains on returns")
+    opts = dataset_options(vp, cell.benchmark)
     tagged = asyncio.run(rollouts(vp, cell))
     smc: set[int] = set()
     if vp.smc_states:  # AMC's visited states of the train/validation tasks only
-        held = held_out_tasks(tagged, dataset_options(vp))
+        held = held_out_tasks(tagged, opts)
         extra = [(q, h) for q in vp.q_grid for h in asyncio.run(smc_histories(vp, cell, q))
                  if h.task_id not in held]
         smc = set(range(len(tagged), len(tagged) + len(extra)))
         tagged += extra
-    card = build_dataset([h for _, h in tagged], ds, dataset_options(vp))
-    cfg = train_config(vp, work / "feature-cache", track)
-    targets = apply_targets(ds, tagged, smc, vp, cell, cfg, work,
-                            held_out_tasks(tagged, dataset_options(vp)))
+    card = build_dataset([h for _, h in tagged], ds, opts)
+    cfg = train_config(vp, work / "feature-cache", track, cell.benchmark)
+    targets = apply_targets(ds, tagged, smc, vp, cell, cfg, work, held_out_tasks(tagged, opts))
     curve = quality_vs_size(ds, list(vp.sizes), cfg, work / "quality", progress=progress)
     final = train(ds, cfg, vp.out_dir)
+    if cell.benchmark != "textcraft":  # which cells may use it (TextCraft's outputs unchanged)
+        (Path(vp.out_dir) / SPLIT_FILE).write_text(json.dumps(split_record(cell)) + "\n")
     calibration = fit_calibration(vp, load_dataset_dir(ds)[0]["validation"])
     held = load_dataset_dir(ds)[0][curve["held_out"]]
     ceiling_p: dict[Any, float] = {}
@@ -164,6 +177,8 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
               "calibration": calibration, "targets": targets, "offline": offline,
               "mlflow_run_id": final.run_id, "model_hash": dir_hash(vp.out_dir),
               "ceiling": upper}
+    if cell.benchmark != "textcraft":
+        record.update(benchmark=cell.benchmark, split=split_record(cell))
     Path(vp.quality_file).parent.mkdir(parents=True, exist_ok=True)
     Path(vp.quality_file).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record
@@ -182,7 +197,8 @@ def offline_record(vp: ValueParams, cell: CellParams, tagged: list[tuple[float, 
     p = np.clip(cal(p) if cal is not None else p, 0.0, 1.0)
     keys = list(zip(held["task_id"], held["traj"], held["step"], strict=True))
     learned = dict(zip(keys, map(float, p), strict=True))
-    return held_out_figures(make_suite(cell), [h for _, h in tagged], held,
+    suite = make_bench_suite(cell) if cell.benchmark == "textcraft" else None  # doomed: TextCraft
+    return held_out_figures(suite, [h for _, h in tagged], held,
                             {"learned": learned, "ceiling": ceiling_p}, vp.menu_form)
 
 
@@ -201,9 +217,25 @@ def fit_calibration(vp: ValueParams, val: Any) -> dict[str, Any]:
     return cal
 
 
-def main() -> None:
-    params = load_sweep_params()
-    rec = run(params.value, params.cell, progress=False)
+def section(params: SweepParams, name: str) -> tuple[ValueParams, CellParams]:
+    """A value stage's (value, cell) parameters: ``value`` -> TextCraft's (the sweep's
+    ``value`` and ``cell``), ``value_webshop`` -> that section's own."""
+    if name == "value":
+        return params.value, params.cell
+    if name == "value_webshop":
+        return params.value_webshop.value, params.value_webshop.cell
+    raise ValueError(f"no value section {name!r}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m amc.sweeps.value``: TextCraft's value (params ``value`` and ``cell``);
+    ``--section value_webshop``: WebShop's (that section's own ``value`` and ``cell``)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--section", choices=("value", "value_webshop"), default="value")
+    args = ap.parse_args(argv)
+    rec = run(*section(load_sweep_params(), args.section), progress=False)
     print(json.dumps(rec["final"], indent=1))
 
 

@@ -49,7 +49,7 @@ def test_the_summary_reports_the_validation_choice_on_its_test_cell():
     (none,) = [ln for ln in text.splitlines() if ln.startswith("| webshop") and "none" in ln]
     assert "test cell not run yet" in none
     assert "SciWorld: no cell run yet" in text
-    assert "webshop: 6 of 30 declared validation cells run" in text
+    assert "webshop: 6 of 38 declared validation cells run" in text
 
 
 def test_the_webshop_section_marks_the_chosen_cells_and_the_hidden_selection_losses():
@@ -166,3 +166,38 @@ def test_sciworld_rollout_cost_sentence_reads_the_measured_pairs():
     assert "cannot be sized yet: no measured rollout-value pairs at q = 0.8" in (
         rollout_cost_sentence({"rollout": {"runs": [run(0.6, 1.0)]}}))
     assert "not measured yet" in rollout_cost_sentence({})
+
+
+def test_the_webshop_section_says_which_validation_cells_ran_on_the_id_tail():
+    from amc.sweeps.benchdoc import validation_sample_note
+
+    recs = validation()  # every beta on the seeded random sample
+    assert "seeded random sample" in validation_sample_note(recs)
+    assert "tail" not in validation_sample_note(recs)
+    for r in recs[:2]:  # two records from before val_sample existed: the id tail
+        del r["cell"]["val_sample"]
+    note = validation_sample_note(recs)
+    assert note.startswith("Validation goals: 2 of the 4 validation cells")
+    assert "q = 0.4, N = 4, rollout upper bound (β 0.05, 0.1 on the tail, 0.25, 0.5 on" in note
+    lines = webshop_section(recs).splitlines()
+    assert sum(ln.startswith("| validation (tail)") for ln in lines) == 2
+
+
+def test_the_webshop_section_shows_the_learned_value_s_held_out_quality():
+    from amc.sweeps.benchdoc import bench_sections
+
+    learned = web(0.1, "validation", q=0.3, beta=0.1, value="learned",
+                  value_model="models/value-webshop")
+    learned["value_model_hash"] = "abc"
+    quality = {"final": {"test_pearson": 0.534, "test_auc": 0.674, "test_auc_within": 0.679},
+               "ceiling": {"states": 364.0, "rollouts": 8.0, "pearson": 0.367, "auc": 0.71,
+                           "auc_within": 0.714},
+               "data": {"q_grid": [0.3, 0.6], "splits": {"train": {"rows": 1575, "tasks": 17}}}}
+    runs = [*validation(), learned]
+    assert "Learned V_θ" not in bench_sections(validation(), values={"abc": quality})[0]
+    text = bench_sections(runs, values={"abc": quality})[0]
+    assert ("Learned V_θ `abc` (stage value_webshop: 1575 training states of 17 train goals "
+            "outside validation, planner-mix q ∈ {0.3, 0.6}") in text
+    assert "on 364 held-out states Pearson 0.534, AUC 0.674" in text
+    assert "(M = 8) Pearson 0.367, AUC 0.710, within 0.714" in text
+    assert "no quality record" in bench_sections(runs, values={})[0]

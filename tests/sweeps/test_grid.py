@@ -35,7 +35,8 @@ def record(q: float, n: int, beta: float, value: str, gain: list[float],
 
 def test_the_validation_grid_is_declared_and_every_cell_is_a_valid_cell():
     cells = candidates("webshop")
-    assert len(cells) == 3 * 2 * 4 + 3 * 2  # rollout: q x N x beta; none: one beta
+    assert len(cells) == 3 * 2 * 4 + 3 * 2 + 2 * 4  # rollout: q x N x beta; none: one beta;
+    # learned (declared after the rollout and none cells ran): q = 0.3 only, N x beta
     assert all(c["split"] == "validation" and c["budget"] == 6 for c in cells)
     assert len({tuple(sorted((k, str(v)) for k, v in c.items())) for c in cells}) == len(cells)
     for c in cells:
@@ -107,3 +108,30 @@ def test_a_ceiling_record_is_the_declared_cell_at_its_q_and_n():
     assert ceiling_record([other], "sciworld", c["q"], 4) is None
     assert ceiling_record([rec], "sciworld", c["q"], 8) is None
     assert ceiling_record([rec], "webshop", c["q"], 4) is None
+
+
+def test_the_learned_webshop_cells_read_the_webshop_value(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]):
+    learned = [c for c in candidates("webshop") if c["value"] == "learned"]
+    assert {(c["q"], c["n"], c["beta"]) for c in learned} == {
+        (0.3, n, b) for n in (4, 8) for b in (0.05, 0.1, 0.25, 0.5)}
+    assert all(c["value_model"] == "models/value-webshop" and c["val_sample"] == "random"
+               for c in learned)
+    assert all("value_model" not in c for c in candidates("webshop") if c["value"] != "learned")
+    # the chosen learned setting's test twin keeps the value's keys
+    runs = [record(0.3, 8, b, "learned", [g, g], value_model="models/value-webshop",
+                   val_sample="random") for b, g in ((0.05, 0.1), (0.1, 0.3), (0.25, 0.0),
+                                                     (0.5, 0.0))]
+    (test,) = chosen_test_cells(runs, "webshop")
+    assert (test["beta"], test["value_model"], test["split"]) == (0.1, "models/value-webshop",
+                                                                  "test")
+    # skip-done: a learned cell whose record exists is left out of the listing
+    from amc.sweeps.cell import cell_name
+
+    (tmp_path / "runs").mkdir()
+    done = cell_name(CellParams.model_validate(learned[0]))
+    (tmp_path / "runs" / f"{done}.json").write_text("{}")
+    assert main(["validation", "webshop", "--runs", str(tmp_path), "--skip-done"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == len(candidates("webshop")) - 1 and overrides(learned[0]) not in out
+    assert overrides(learned[1]) in out and "cell.value_model=models/value-webshop" in out[-1]
