@@ -213,7 +213,7 @@ def webshop_section(runs: list[dict[str, Any]]) -> str:
            "The fixture catalog that ships with the project (198 generated goals; test = "
            "goals 5..54, validation = 48 train goals), the graded score (attribute, "
            "option, type and price match), one budget for every task. "
-           + validation_sample_note(val) + " ✓: chosen on "
+           + validation_sample_note(val) + rollout_final_note(val + test) + " ✓: chosen on "
            "validation. Reproduce: `cd sweeps && bash queue_bench.sh validation webshop && "
            "dvc queue start -j 1`, `python -m amc.sweeps.harvest --repo .. --out ../evidence`, "
            "then `bash queue_bench.sh test webshop` (the test twins of the chosen cells) and "
@@ -238,6 +238,25 @@ def webshop_section(runs: list[dict[str, Any]]) -> str:
 def is_tail(rec: dict[str, Any]) -> bool:
     """A validation record whose tasks were the train list's id tail (no ``val_sample``)."""
     return rec["cell"]["split"] == "validation" and recorded_cell(rec["cell"]).val_sample == "tail"
+
+
+def rollout_final_note(recs: list[dict[str, Any]]) -> str:
+    """How many rollout-value cells ran with rollouts that stop before WebShop's forced buy
+    (``cell.rollout_final: false``, every cell recorded before the key) and how many with it."""
+    roll = [recorded_cell(r["cell"]) for r in recs if r["cell"]["value"] == "rollout"]
+    before = sum(not c.rollout_final for c in roll)
+    if not roll:
+        return ""
+    if not before:
+        return (f" Every one of the {len(roll)} rollout-value cells ends its rollouts with the "
+                "forced buy, as the driver ends a particle.")
+    return (f" {before} of the {len(roll)} rollout-value cells ran with rollouts that stop "
+            "before the forced buy the driver steps after the last step (`cell.rollout_final: "
+            "false`, declared so in the grid): from a state whose episode would end on an item "
+            "page their rollouts score 0 where the episode is scored, so this 'upper bound' can "
+            "read low; "
+            + ("no cell with the buy (`-ff`) has run yet." if before == len(roll) else
+               f"{len(roll) - before} ran with it."))
 
 
 def validation_sample_note(val: list[dict[str, Any]]) -> str:

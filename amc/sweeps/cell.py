@@ -117,7 +117,8 @@ class ValueFactory:
             self._by_budget[budget] = RolloutValue(self.suite, self.prior, self.cell.beta,
                                                    RolloutValueOptions(
                                                        n_rollouts=self.cell.rollouts,
-                                                       max_steps=budget, seed=0))
+                                                       max_steps=budget, seed=0,
+                                                       final_action=self.cell.rollout_final))
         return self._by_budget[budget]
 
 
@@ -234,7 +235,10 @@ def cell_name(cell: CellParams) -> str:
     if cell.benchmark != "textcraft":  # a fixed budget; no depth nor slack
         return (f"{cell.split}-{cell.benchmark}-B{cell.budget}-q{cell.q:g}-b{cell.beta:g}-"
                 f"{sched}-n{cell.n}-{cell.value}-m{cell.rollouts}-seeds{len(cell.seeds)}"
-                + (f"-t{cell.max_tasks}" if cell.max_tasks else ""))
+                + (f"-t{cell.max_tasks}" if cell.max_tasks else "")
+                # WebShop's ceiling with the forced buy; the cells before it keep their names
+                + ("-ff" if cell.benchmark == "webshop" and cell.value == "rollout"
+                   and cell.rollout_final else ""))
     return (f"{cell.split}-d{cell.depth}-q{cell.q:g}-b{cell.beta:g}-{sched}-n{cell.n}-"
             f"{cell.value}-s{cell.slack}-seeds{len(cell.seeds)}"
             + (f"-x{cell.sharpen:g}" if cell.sharpen != 1 else "")

@@ -81,6 +81,10 @@ class CellParams(Frozen):
     """planner-mix writes its actions in the menu's own form (``get 9 ice`` twice, never an
     off-menu ``get 18 ice`` that marks a step as the planner's); the plan length of the budget
     is then the menu-form plan's. False: as every cell recorded before the key existed."""
+    rollout_final: bool = True
+    """The rollout value ends a rollout that uses up the budget with the environment's forced
+    final action, as the driver ends a particle (WebShop's buy). False: as every cell recorded
+    before the key existed (their WebShop rollouts stopped before the buy)."""
     value_model: str = "models/value"
     """Directory of the learned value (written by the ``value`` stage)."""
     out_file: str = "out/runs.json"
@@ -162,7 +166,8 @@ class ValueParams(Frozen):
         return self
 
 
-LEGACY_CELL: dict[str, object] = {"val_sample": "tail", "menu_form": False}
+LEGACY_CELL: dict[str, object] = {"val_sample": "tail", "menu_form": False,
+                                  "rollout_final": False}
 """What a cell recorded before issue 30 meant by the keys it lacks (see :func:`recorded_cell`)."""
 
 

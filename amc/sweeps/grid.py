@@ -71,7 +71,10 @@ GRIDS: dict[str, BenchGrid] = {
               "every": 2, "schedule": "every"},
         q=(0.3, 0.4, 0.6), n=(4, 8), beta=(0.05, 0.1, 0.25, 0.5),
         values=("rollout", "none", "learned"), value_q={"learned": (0.3,)},
-        value_keys={"learned": {"value_model": "models/value-webshop", "val_sample": "random"}},
+        value_keys={"learned": {"value_model": "models/value-webshop", "val_sample": "random"},
+                    # declared and run before the rollout value stepped the forced buy at the
+                    # end of a rollout (cell.rollout_final): the cells as they ran
+                    "rollout": {"rollout_final": False}},
         seeds={"validation": (0, 1, 2, 3), "test": (0, 1, 2, 3, 4, 5)}),
     "sciworld": BenchGrid(
         base={"benchmark": "sciworld", "budget": 10, "val_tasks": 6, "rollouts": 4,

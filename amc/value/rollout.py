@@ -29,6 +29,12 @@ closed when the rollout ends; the restored root is closed last. Both ways give t
 estimate for the same seed (the rollouts see the same states and menus and draw from the same
 generator); ``states`` picks one (``auto``: replay in process, forks otherwise).
 
+The episode's end. A rollout that uses up the budget unfinished ends as the driver ends a
+particle: an environment that declares :class:`~amc.protocols.ForcesFinalAction` (WebShop's buy
+of the item page the episode stopped on) has its forced action stepped once more, and its
+reward counts. Without it the value of a state that the buy would score is 0 where the episode
+is scored, and the "upper bound" is not one.
+
 Usage: the rollouts' prior turns are reported through ``score_with_usage`` (zero tokens for the
 simulated priors, one call each), so a task's record shows how many prior calls the value made.
 Registered as value ``rollout``.
@@ -49,6 +55,7 @@ from amc.envs.replay import ReplayCache, build_suite
 from amc.protocols import (
     Environment,
     EnvSuite,
+    ForcesFinalAction,
     Prior,
     ReportsUsage,
     RestoresHistory,
@@ -77,6 +84,9 @@ class RolloutValueOptions(Frozen):
     replay_cache_size: int = Field(16384, ge=1)
     """Replayed states kept (LRU over history prefixes) when the prior has no replay cache of
     its own to share."""
+    final_action: bool = True
+    """End a rollout that uses up the budget unfinished with the environment's forced final
+    action (ForcesFinalAction), as the driver does; False reproduces records made before."""
     states: Literal["auto", "replay", "fork"] = "auto"
     """How a rollout gets its state: ``replay`` in process (replay cache), ``fork`` of the state
     restored by the environment (its RestoresHistory ability), ``auto``: replay for in-process
@@ -103,6 +113,8 @@ class _Walk(Protocol):
 
     async def step(self, task_id: str, actions: tuple[str, ...], action: str) -> EnvStep: ...
 
+    async def final(self, task_id: str, actions: tuple[str, ...]) -> EnvStep | None: ...
+
 
 class _ReplayWalk:
     def __init__(self, replay: ReplayCache) -> None:
@@ -113,6 +125,11 @@ class _ReplayWalk:
 
     async def step(self, task_id: str, actions: tuple[str, ...], action: str) -> EnvStep:
         return self.replay.step(task_id, actions, action)[1]
+
+    async def final(self, task_id: str, actions: tuple[str, ...]) -> EnvStep | None:
+        env = self.replay.state(task_id, actions)
+        a = env.final_action() if isinstance(env, ForcesFinalAction) else None
+        return self.replay.step(task_id, actions, a)[1] if a else None
 
 
 class _ForkWalk:
@@ -126,6 +143,11 @@ class _ForkWalk:
 
     async def step(self, task_id: str, actions: tuple[str, ...], action: str) -> EnvStep:
         return await run_io(self.env, self.env.step, action)
+
+    async def final(self, task_id: str, actions: tuple[str, ...]) -> EnvStep | None:
+        env = self.env
+        a = await run_io(env, env.final_action) if isinstance(env, ForcesFinalAction) else None
+        return await run_io(env, env.step, a) if a else None
 
 
 class RolloutValue(ReportsUsage):
@@ -245,6 +267,9 @@ class RolloutValue(ReportsUsage):
             steps = (*steps, Step(turn.raw_text, turn.action, res.observation, float(res.reward),
                                   bool(res.done), turn.usage, res.info))
             actions = (*actions, turn.action)
+        else:  # the budget ended unfinished: the driver's forced last action (no agent turn)
+            forced = await walk.final(h.task_id, actions) if self.options.final_action else None
+            total += float(forced.reward) if forced is not None else 0.0
         return total, usage + Usage(calls=calls)
 
     async def aclose(self) -> None:

@@ -50,8 +50,12 @@ def test_a_task_file_replaces_the_splits(in_tmp):
 
 
 def test_cell_names_of_other_benchmarks_carry_the_budget_not_a_depth():
-    assert cell_name(web(q=0.3, beta=0.1, n=8)) == (
+    assert cell_name(web(q=0.3, beta=0.1, n=8, rollout_final=False)) == (
         "test-webshop-B6-q0.3-b0.1-every2-n8-rollout-m8-seeds6")
+    # the ceiling whose rollouts end with the forced buy is another cell than those before it
+    assert cell_name(web(q=0.3, beta=0.1, n=8)) == (
+        "test-webshop-B6-q0.3-b0.1-every2-n8-rollout-m8-seeds6-ff")
+    assert cell_name(web(q=0.3, beta=0.1, n=8, value="none")).endswith("-none-m8-seeds6")
     assert cell_name(CellParams()).startswith("test-d2-q0.4-b0.25-every2-n4-rollout-s1")
 
 

@@ -201,3 +201,17 @@ def test_the_webshop_section_shows_the_learned_value_s_held_out_quality():
     assert "on 364 held-out states Pearson 0.534, AUC 0.674" in text
     assert "(M = 8) Pearson 0.367, AUC 0.710, within 0.714" in text
     assert "no quality record" in bench_sections(runs, values={})[0]
+
+
+def test_the_webshop_section_says_which_rollout_cells_stop_before_the_forced_buy():
+    from amc.sweeps.benchdoc import rollout_final_note
+
+    old = {"cell": {"value": "rollout", "benchmark": "webshop"}}  # recorded before the key
+    new = {"cell": {"value": "rollout", "benchmark": "webshop", "rollout_final": True}}
+    none = {"cell": {"value": "none", "benchmark": "webshop"}}
+    assert "2 of the 2 rollout-value cells" in rollout_final_note([old, old, none])
+    assert "no cell with the buy" in rollout_final_note([old, old])
+    mixed = rollout_final_note([old, new, none])
+    assert "1 of the 2 rollout-value cells" in mixed and "1 ran with it" in mixed
+    assert "Every one of the 1 rollout-value cells" in rollout_final_note([new])
+    assert rollout_final_note([none]) == ""

@@ -116,3 +116,50 @@ def test_factory_needs_the_prior_and_the_budget():
     v = VALUES.build("rollout", {"max_steps": 3}, prior=SyntheticPrior(SyntheticOptions()),
                      **ctx)
     assert isinstance(v, RolloutValue) and v.beta == 0.5
+
+
+def test_a_rollout_that_uses_up_the_budget_ends_with_the_forced_final_action():
+    """As the driver ends a particle: an env that forces a last action (WebShop's buy) has it
+    stepped after the budget, and its reward counts. Exact mean future reward by enumeration
+    (beta -> infinity); a rollout that skips the forced step misses the second term."""
+    from amc.envs.synthetic import SyntheticEnv
+
+    class ForcingEnv(SyntheticEnv):
+        def final_action(self) -> str | None:
+            return None if self.tree is None or self.tree.terminal[self.node] else "a0"
+
+        def fork(self) -> ForcingEnv:
+            env = ForcingEnv(self.options)
+            env.tree, env.node = self.tree, self.node
+            return env
+
+        def restore(self, history: History) -> None:  # the fork path's ability
+            self.reset(history.task_id)
+            for a in history.actions:
+                self.step(a)
+
+    class ForcingSuite(SyntheticSuite):
+        def make(self) -> ForcingEnv:
+            return ForcingEnv(self.options)
+
+    opts = SyntheticOptions()
+    tree = SyntheticTree.build(TASK, opts)
+    k = opts.depth - 1  # the budget ends one step before the leaves, where the rewards are
+
+    def mean_future(node: tuple[int, ...], left: int, force: bool) -> float:
+        if tree.terminal[node]:
+            return 0.0
+        if left == 0:
+            return tree.reward[(*node, 0)] if force else 0.0
+        return sum(tree.policy[node][c[-1]] * (tree.reward[c] + mean_future(c, left - 1, force))
+                   for c in tree.children(node))
+
+    exact, without = mean_future((), k, True), mean_future((), k, False)
+    assert exact - without > 0.05  # the forced step carries reward here: the check can tell
+    beta, m = 1e6, 4000
+    for states in ("replay", "fork"):
+        value = RolloutValue(ForcingSuite(opts), SyntheticPrior(opts), beta,
+                             RolloutValueOptions(n_rollouts=m, max_steps=k, states=states))
+        returns, _ = asyncio.run(value.returns(walk(ForcingSuite(opts), TASK, [])))
+        se = returns.std(ddof=1) / np.sqrt(m)
+        assert abs(returns.mean() - exact) < 4 * se + 1e-9, (states, returns.mean(), exact)
