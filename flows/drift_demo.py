@@ -56,9 +56,34 @@ from flows._log import say
 from flows.drift import drift_flow
 from flows.retrain_and_promote import retrain_and_promote
 
+SKILLS_A: dict[str, float] = {"get": 0.9, "craft": 0.3}
+"""Prior A's skill per subtask: fetches base items reliably, crafts poorly."""
+SKILLS_B: dict[str, float] = {"get": 0.3, "craft": 0.9}
+"""Prior B's (the new model version's): the reverse."""
 
-def demo_params(q: float = 0.4) -> dict[str, Any]:
-    """A toy params file of the demo (minutes on a laptop CPU)."""
+
+def demo_params(q: float = 0.4, scale: str = "toy") -> dict[str, Any]:
+    """A params file of the demo: ``toy`` (minutes on a laptop CPU; prior skill ``q``) or
+    ``measure`` (the regime of ``scripts/drift_subtask.py``: depth 2-3 tasks, where Best-of-N
+    fails often enough for AMC to gain, prior A's per-subtask skills)."""
+    if scale == "measure":
+        return {
+            "env": {"name": "textcraft",
+                    "options": {"reward": "dense", "min_depth": 2, "max_depth": 3}},
+            "prior": {"name": "planner-mix", "options": {"q": 0.5, "skills": dict(SKILLS_A)}},
+            "smc": {"max_steps": 6, "beta": 1.0, "resample": "fixed", "resample_steps": [2, 4],
+                    "success_threshold": 1.0},
+            "collect": {"max_tasks": 64, "rollouts": 8, "seeds": [0]},
+            "rounds": {"enabled": True, "window": 1},
+            "train": {"epochs": 3, "max_length": 128, "num_layers": 1},
+            "evaluate": {"methods": ["bon", "amc"], "n_grid": [4], "seeds": [0, 1, 2],
+                         "max_tasks": 48},
+            "promote": {"calibration_states": 400},
+            "drift": {"rollouts": 8, "seeds_per_check": 3, "calibration_states": 400},
+            "report": {"calibration_states": 20},
+        }
+    if scale != "toy":
+        raise ValueError(f"scale is toy or measure, not {scale!r}")
     return {
         "env": {"name": "textcraft", "options": {"reward": "dense", "max_depth": 2}},
         "prior": {"name": "planner-mix", "options": {"q": q}},

@@ -91,16 +91,17 @@ def train_round(params_path: Path, opts: Options) -> str:
     return f"models:/{model_name(p)}/{max(int(v.version) for v in versions)}"
 
 
-def successes(params_path: Path, opts: Options, heads: dict[str, str], out: Path
+def successes(params_path: Path, opts: Options, heads: dict[str, str], out: Path, *,
+              tasks: int = TASKS, seeds: tuple[int, ...] = SEEDS, n: int = N
               ) -> dict[str, dict[tuple[str, int], float]]:
-    """Success per (task, seed) of bon@N and smc@N+<head> on the prior with ``opts``."""
+    """Success per (task, seed) of bon@n and smc@n+<head> on the prior with ``opts``."""
     p = load_params(params_path)
     prior = p.prior.model_copy(update={"options": dict(opts)})
-    specs = [f"bon@{N}", *(f"smc@{N}+{h}" for h in heads)]
+    specs = [f"bon@{n}", *(f"smc@{n}+{h}" for h in heads)]
     cfg = RunConfig(env=p.env, prior=prior, smc=p.smc, value=p.evaluate.zero_shot_value,
                     values={h: ValueConfig(name=p.evaluate.learned_value, options={"model": u})
                             for h, u in heads.items()},
-                    methods=tuple(specs), split="test", max_tasks=TASKS, seeds=SEEDS,
+                    methods=tuple(specs), split="test", max_tasks=tasks, seeds=seeds,
                     max_concurrent_tasks=p.evaluate.max_concurrent_tasks,
                     max_concurrent_particles=p.evaluate.max_concurrent_particles, out_dir=out)
     res = asyncio.run(run_methods(cfg, progress=False)).results
@@ -127,7 +128,7 @@ def candidate(steps: int, qa: Options, qb: Options, root: Path) -> dict[str, Any
     """Train stale (A) and retrained (B) heads, evaluate, the paired fall and recovery."""
     os.chdir(root)
     params_path = root / "params.yaml"
-    data = demo_params()
+    data = demo_params(scale="toy")
     data["smc"]["max_steps"] = steps
     params_path.write_text(yaml.safe_dump(data, sort_keys=False))
     stale = train_round(params_path, qa)
