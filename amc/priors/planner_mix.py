@@ -25,7 +25,7 @@ history no longer shows which steps were the planner's; the optimal number of st
 menu-form plan's (:func:`amc.envs.textcraft.planner.menu_plan`).
 
 Skill per subtask. ``skills`` maps a key to a skill that replaces ``q`` for a planner action
-whose text contains the key (the first key in declared order that matches; e.g.
+whose text contains the key as whole words (the first key in declared order that matches; e.g.
 ``{"craft": 0.3, "get": 0.9}``: a model that fetches reliably but crafts poorly), so a prior can
 be skilled on some recipes or items and near-random on others. The coin is still drawn first
 (the same draws for any skill map); the planner's action is then computed at every step to
@@ -49,6 +49,7 @@ Registered as prior ``planner-mix``.
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Annotated, Any
 
 import numpy as np
@@ -71,9 +72,9 @@ class PlannerMixOptions(Frozen):
     cache_size: int = Field(16384, ge=1)
     """Replayed states kept (LRU over history prefixes; a value's rollouts add many)."""
     skills: dict[str, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=dict)
-    """Skill per subtask: key (a substring of the planner's action, e.g. ``craft`` or ``planks``)
-    -> probability of taking that action; the first matching key in declared order wins,
-    actions no key matches use ``q``."""
+    """Skill per subtask: key (whole words of the planner's action, e.g. ``craft`` or
+    ``oak planks``) -> probability of taking that action; the first matching key in declared
+    order wins, actions no key matches use ``q``."""
     menu_form: bool = False
     """Rewrite the planner's actions into the menu's own form (e.g. ``get 9 ice`` twice, not an
     off-menu ``get 18 ice``), so the history does not show which steps were the planner's."""
@@ -131,8 +132,10 @@ class PlannerMixPrior(WantsValidActions):
 
 def skill(options: PlannerMixOptions, action: str) -> float:
     """The probability of taking the planner's ``action``: the first ``skills`` key the action
-    contains, else ``q``."""
-    return next((v for k, v in options.skills.items() if k in action), options.q)
+    contains as whole words (``get`` matches ``get 1 iron nugget``, not ``craft 9 iron
+    nugget ...``), else ``q``."""
+    return next((v for k, v in options.skills.items()
+                 if re.search(rf"\b{re.escape(k)}\b", action)), options.q)
 
 
 def _turn(action: str) -> AgentTurn:

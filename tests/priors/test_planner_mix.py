@@ -262,5 +262,8 @@ def test_skill_is_the_first_matching_key_else_q():
     assert skill(opts, "craft 4 oak planks using 1 oak log") == 0.2  # declared order wins
     assert skill(opts, "craft 1 stick using 2 bamboo") == 0.7
     assert skill(opts, "get 2 bamboo") == 0.4
+    verbs = PlannerMixOptions(q=0.4, skills={"get": 0.9, "craft": 0.3})
+    assert skill(verbs, "craft 9 iron nugget using 1 iron ingot") == 0.3  # words, not "nugget"
+    assert skill(verbs, "get 1 iron nugget") == 0.9
     with pytest.raises(ValueError):
         PlannerMixOptions(skills={"get": 1.5})
