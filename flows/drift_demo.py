@@ -67,42 +67,31 @@ SKILLS_B: dict[str, float] = {"get": 0.3, "craft": 0.9}
 """Prior B's (the new model version's): the reverse."""
 
 
-def demo_params(q: float = 0.4, scale: str = "toy") -> dict[str, Any]:
-    """A params file of the demo: ``toy`` (minutes on a laptop CPU; prior skill ``q``) or
-    ``measure`` (the regime of ``scripts/drift_subtask.py``: depth 2-3 tasks, where Best-of-N
-    fails often enough for AMC to gain, prior A's per-subtask skills)."""
-    if scale == "measure":
-        return {
-            "env": {"name": "textcraft",
-                    "options": {"reward": "dense", "min_depth": 2, "max_depth": 3}},
-            "prior": {"name": "planner-mix", "options": {"q": 0.5, "skills": dict(SKILLS_A)}},
-            "smc": {"max_steps": 6, "beta": 1.0, "resample": "fixed", "resample_steps": [2, 4],
-                    "success_threshold": 1.0},
-            "collect": {"max_tasks": 64, "rollouts": 8, "seeds": [0]},
-            "rounds": {"enabled": True, "window": 1},
-            "train": {"epochs": 3, "max_length": 128, "num_layers": 1},
-            "evaluate": {"methods": ["bon", "amc"], "n_grid": [4], "seeds": [0, 1, 2],
-                         "max_tasks": 48},
-            # the gate on success (its paired difference is then the gain's, Best-of-N
-            # cancelled); a tie (every difference 0) has no mde: no test, the champion stays
-            "promote": {"calibration_states": 400, "metric": "success", "max_mde": 0.2},
-            "drift": {"rollouts": 8, "seeds_per_check": 3, "calibration_states": 400},
-            "report": {"calibration_states": 20},
-        }
-    if scale != "toy":
-        raise ValueError(f"scale is toy or measure, not {scale!r}")
+def demo_params(scale: str = "measure") -> dict[str, Any]:
+    """A params file of the demo: ``measure`` (the regime ``scripts/drift_subtask.py``
+    measured: depth 2-3 tasks, where Best-of-N fails often enough for AMC to gain; ~30 min on
+    one CPU core) or ``toy`` (the same story at a size that only shows the plumbing)."""
+    if scale not in ("measure", "toy"):
+        raise ValueError(f"scale is measure or toy, not {scale!r}")
+    big = scale == "measure"
     return {
-        "env": {"name": "textcraft", "options": {"reward": "dense", "max_depth": 2}},
-        "prior": {"name": "planner-mix", "options": {"q": q}},
-        "smc": {"max_steps": 6, "beta": 1.0, "resample": "fixed", "resample_steps": [2],
+        "env": {"name": "textcraft",
+                "options": {"reward": "dense", "min_depth": 2, "max_depth": 3}},
+        "prior": {"name": "planner-mix", "options": {"q": 0.5, "skills": dict(SKILLS_A)}},
+        "smc": {"max_steps": 6, "beta": 1.0, "resample": "fixed", "resample_steps": [2, 4],
                 "success_threshold": 1.0},
-        "collect": {"max_tasks": 8, "rollouts": 4, "seeds": [0]},
+        "collect": {"max_tasks": 64 if big else 4, "rollouts": 8 if big else 2, "seeds": [0]},
         "rounds": {"enabled": True, "window": 1},
-        "train": {"epochs": 2, "max_length": 64, "num_layers": 1},
-        "evaluate": {"methods": ["bon", "amc"], "n_grid": [2, 4], "seeds": [0, 1, 2],
-                     "max_tasks": 8},
-        "promote": {"calibration_states": 400},
-        "drift": {"rollouts": 8, "seeds_per_check": 2, "calibration_states": 400},
+        "train": {"epochs": 3 if big else 1, "max_length": 128 if big else 32,
+                  "num_layers": 1},
+        "evaluate": {"methods": ["bon", "amc"], "n_grid": [4], "seeds": [0, 1, 2] if big else [0],
+                     "max_tasks": 48 if big else 4},
+        # the gate on success (its paired difference is then the gain's, Best-of-N
+        # cancelled); a tie (every difference 0) has no mde: no test, the champion stays
+        "promote": {"calibration_states": 400 if big else 20, "metric": "success",
+                    "max_mde": 0.2},
+        "drift": {"rollouts": 8 if big else 2, "seeds_per_check": 3 if big else 1,
+                  "calibration_states": 400 if big else 20},
         "report": {"calibration_states": 20},
     }
 

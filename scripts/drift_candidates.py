@@ -14,7 +14,7 @@ Declared before running (the candidates and the rule; nothing below was tuned on
   change of the prior's action *style* may not): q = 0.8 with ``menu_form`` false -> true
   (the planner's actions rewritten into the menu's own form, e.g. ``get 9 ice`` twice for
   ``get 18 ice``: a provider's model that phrases its actions differently), then the reverse;
-- regimes, in this order: the demo's params (:func:`flows.drift_demo.demo_params`: TextCraft
+- regimes, in this order: the demo's params then (:func:`demo_params`: TextCraft
   depth 2, ``smc.max_steps`` 6, 1-layer MiniLM head), then the same with a step budget of 5
   and of 4 (a tighter budget leaves Best-of-N room to fail, so AMC has room to gain: at 6
   steps a first run found every success 1.0 and every difference 0);
@@ -55,7 +55,6 @@ from amc.pipeline.params import load_params, model_name
 from amc.pipeline.round import run_round
 from amc.runner import run_methods
 from amc.stats import paired_difference
-from flows.drift_demo import demo_params
 
 Options = dict[str, Any]
 SETS: dict[str, tuple[tuple[Options, Options], ...]] = {
@@ -71,6 +70,24 @@ N = 4
 REGIMES = (6, 5, 4)
 """``smc.max_steps`` of each regime (the rest is the demo's params)."""
 STAGES = ("collect", "dataset", "train")
+
+
+def demo_params() -> dict[str, Any]:
+    """The drift demo's params when this script ran (git 64b902b..49815a8: skill q, depth 2)."""
+    return {
+        "env": {"name": "textcraft", "options": {"reward": "dense", "max_depth": 2}},
+        "prior": {"name": "planner-mix", "options": {"q": 0.4}},
+        "smc": {"max_steps": 6, "beta": 1.0, "resample": "fixed", "resample_steps": [2],
+                "success_threshold": 1.0},
+        "collect": {"max_tasks": 8, "rollouts": 4, "seeds": [0]},
+        "rounds": {"enabled": True, "window": 1},
+        "train": {"epochs": 2, "max_length": 64, "num_layers": 1},
+        "evaluate": {"methods": ["bon", "amc"], "n_grid": [2, 4], "seeds": [0, 1, 2],
+                     "max_tasks": 8},
+        "promote": {"calibration_states": 400},
+        "drift": {"rollouts": 8, "seeds_per_check": 2, "calibration_states": 400},
+        "report": {"calibration_states": 20},
+    }
 
 
 def train_round(params_path: Path, opts: Options) -> str:
@@ -128,7 +145,7 @@ def candidate(steps: int, qa: Options, qb: Options, root: Path) -> dict[str, Any
     """Train stale (A) and retrained (B) heads, evaluate, the paired fall and recovery."""
     os.chdir(root)
     params_path = root / "params.yaml"
-    data = demo_params(scale="toy")
+    data = demo_params()
     data["smc"]["max_steps"] = steps
     params_path.write_text(yaml.safe_dump(data, sort_keys=False))
     stale = train_round(params_path, qa)

@@ -23,10 +23,12 @@ Best-of-N's success is well below 1; nothing below was tuned on a head's result)
   A, ``g1`` = stale gain on B, ``g2`` = retrained gain on B; ``fall`` = g1 - g0,
   ``recovery`` = g2 - g1 (= success of smc+retrained - smc+stale on B);
 - rule: the chosen change is the first candidate whose ``fall`` interval lies below 0 and whose
-  ``recovery`` interval lies above 0; none when neither has both.
+  ``recovery`` interval lies above 0 (later candidates are not run); none when neither has
+  both.
 
-``python scripts/drift_subtask.py [out.json]`` (default ``evidence/drift/candidates-subtask.json``);
-each candidate in its own process and temp dir (its own MLflow store); every RNG is seeded.
+``python scripts/drift_subtask.py [--done RESULTS.txt] [out.json]`` (default
+``evidence/drift/candidates-subtask.json``); each candidate in its own process and temp dir
+(its own MLflow store); every RNG is seeded. A candidate takes ~35 min on one shared core.
 """
 
 from __future__ import annotations
@@ -93,22 +95,41 @@ def one(qa: Options, qb: Options) -> dict[str, Any]:
     return {**row, "seconds": round(time.monotonic() - started, 1)}
 
 
-def main(argv: list[str]) -> None:
-    """Every candidate, each in its own process (MLflow caches its store per process);
-    ``--one A_JSON B_JSON`` runs one and prints its JSON line."""
-    if argv[:1] == ["--one"]:
-        print("RESULT " + json.dumps(one(json.loads(argv[1]), json.loads(argv[2]))))
-        return
-    out = Path(argv[0] if argv else "evidence/drift/candidates-subtask.json").resolve()
-    rows = []
-    for qa, qb in CANDIDATES:
+def run_one(qa: Options, qb: Options, done: dict[str, str]) -> dict[str, Any]:
+    """One candidate's row: from ``done`` (its ``--one`` output line, keyed by the candidate's
+    JSON) when given, else run in a subprocess."""
+    key = json.dumps([qa, qb], sort_keys=True)
+    if key not in done:
         proc = subprocess.run([sys.executable, __file__, "--one", json.dumps(qa), json.dumps(qb)],
                               capture_output=True, text=True, check=False)
         lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
         if proc.returncode or not lines:
             raise RuntimeError(f"candidate {(qa, qb)} failed:\n{proc.stderr[-3000:]}")
-        rows.append(json.loads(lines[-1][len("RESULT "):]))
+        done[key] = lines[-1]
+    return dict(json.loads(done[key][len("RESULT "):]))
+
+
+def main(argv: list[str]) -> None:
+    """The candidates in order, each in its own process (MLflow caches its store per process),
+    stopping at the first that the rule chooses (the rule needs no later one); ``--one A_JSON
+    B_JSON`` runs one and prints its ``RESULT`` line; ``--done FILE`` reuses such lines."""
+    if argv[:1] == ["--one"]:
+        print("RESULT " + json.dumps(one(json.loads(argv[1]), json.loads(argv[2]))))
+        return
+    done: dict[str, str] = {}
+    if argv[:1] == ["--done"]:
+        for line in Path(argv[1]).read_text().splitlines():
+            if line.startswith("RESULT "):
+                r = json.loads(line[len("RESULT "):])
+                done[json.dumps([r["prior_a"], r["prior_b"]], sort_keys=True)] = line
+        argv = argv[2:]
+    out = Path(argv[0] if argv else "evidence/drift/candidates-subtask.json").resolve()
+    rows = []
+    for qa, qb in CANDIDATES:
+        rows.append(run_one(qa, qb, done))
         print(json.dumps(rows[-1]), flush=True)
+        if rows[-1]["hurts"]:
+            break
     chosen = next((r for r in rows if r["hurts"]), None)
     doc = {"declared": {"params": demo_params(scale="measure"), "candidates": CANDIDATES,
                         "tasks": TASKS, "seeds": SEEDS, "n": N,
