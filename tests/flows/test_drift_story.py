@@ -18,6 +18,7 @@ from amc.pipeline.gate_stats import gate_test, untested_reason
 from amc.pipeline.params import load_params
 from amc.stats import paired_difference
 from flows.drift_demo import SKILLS_A, SKILLS_B, across, demo_params, row, story, story_lines
+from tests.flows.conftest import ROOT
 
 
 def check(k: int, gains: dict[str, list[float]], drift: bool = False) -> dict:
@@ -71,3 +72,19 @@ def test_a_drifted_champion_is_not_replaced_on_a_tie() -> None:
     assert "no mde" in str(untested_reason(t, max_mde=p["max_mde"]))
     assert untested_reason(gate_test([0.2, 0.0, 0.1, 0.3] * 6, min_effect=-0.05, level=0.025),
                            max_mde=p["max_mde"]) is None  # a real difference is tested
+
+
+def test_the_docs_drift_section_is_generated_from_the_committed_runs() -> None:
+    """docs/pipeline.md's block is what ``scripts/drift_demo_doc.py`` makes of the committed
+    JSON (so every measured number in it is), and its prose names the demo's skill maps."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("drift_demo_doc",
+                                                  ROOT / "scripts/drift_demo_doc.py")
+    assert spec is not None and spec.loader is not None
+    doc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(doc)
+    text = doc.DOC.read_text()
+    assert doc.section() in text
+    for s in (SKILLS_A, SKILLS_B):
+        assert f"(`get` {s['get']:g}, `craft` {s['craft']:g})" in text
