@@ -14,7 +14,11 @@ Best-of-N's success is well below 1; nothing below was tuned on a head's result)
 
 - regime (:func:`flows.drift_demo.demo_params`, ``scale="measure"``): TextCraft depth 2-3,
   ``smc.max_steps`` 6, resampling after steps 2 and 4, a 1-layer MiniLM head, rounds of
-  window 1 (round 0 on A trains the stale head, a round on B the retrained head);
+  window 1 (round 0 on A trains the stale head, a round on B the retrained head); regimes
+  (``smc.beta``), in this order: 1.0 (declared and run first), then 0.05 (declared after the
+  first candidate at beta 1 found no gain to lose, g0 = +0.000 [-0.066, +0.066]: the project's
+  gain-vs-beta sweep, docs/evidence.md, has no gain at beta 1 even for the rollout upper
+  bound, and its largest at 0.05);
 - candidates, in this order: (A, B) = ({get 0.9, craft 0.3}, {get 0.3, craft 0.9}), then the
   reverse;
 - evaluation at N = 4 on ``TASKS`` test tasks x ``SEEDS`` (seeds no round or evaluation
@@ -22,9 +26,9 @@ Best-of-N's success is well below 1; nothing below was tuned on a head's result)
   sign-flip p (:func:`amc.stats.paired_difference`): ``g0`` = stale gain (AMC - Best-of-N) on
   A, ``g1`` = stale gain on B, ``g2`` = retrained gain on B; ``fall`` = g1 - g0,
   ``recovery`` = g2 - g1 (= success of smc+retrained - smc+stale on B);
-- rule: the chosen change is the first candidate whose ``fall`` interval lies below 0 and whose
-  ``recovery`` interval lies above 0 (later candidates are not run); none when neither has
-  both.
+- rule: the chosen change is the first (regime, candidate), regimes outer, whose ``fall``
+  interval lies below 0 and whose ``recovery`` interval lies above 0 (later ones are not run);
+  none when none has both.
 
 ``python scripts/drift_subtask.py [--done RESULTS.txt] [out.json]`` (default
 ``evidence/drift/candidates-subtask.json``); each candidate in its own process and temp dir
@@ -57,6 +61,12 @@ CANDIDATES: tuple[tuple[Options, Options], ...] = (
 TASKS = 48
 SEEDS = (500, 501, 502)
 N = 4
+BETAS = (1.0, 0.05)
+"""``smc.beta`` of each regime, in the declared order (the rest is the demo's params)."""
+NOTES = ("(beta 1.0, first candidate) ran at git 49815a8, where a skills key matched as a "
+         "substring: 'get' also matched the craft actions of nugget items (11 plan actions of "
+         "8 depth 2-3 tasks, 1 of them a test task); keys match whole words since babb7c4.")
+"""What differs between the code that ran a row and this one."""
 
 
 def gain(t: dict[str, dict[tuple[str, int], float]], head: str) -> dict[tuple[str, int], float]:
@@ -65,11 +75,13 @@ def gain(t: dict[str, dict[tuple[str, int], float]], head: str) -> dict[tuple[st
     return {k: smc[k] - bon[k] for k in smc if k in bon}
 
 
-def candidate(qa: Options, qb: Options, root: Path) -> dict[str, Any]:
+def candidate(beta: float, qa: Options, qb: Options, root: Path) -> dict[str, Any]:
     """Train stale (A) and retrained (B) heads, evaluate, the paired fall and recovery."""
     os.chdir(root)
     params_path = root / "params.yaml"
-    params_path.write_text(yaml.safe_dump(demo_params(scale="measure"), sort_keys=False))
+    data = demo_params(scale="measure")
+    data["smc"]["beta"] = beta
+    params_path.write_text(yaml.safe_dump(data, sort_keys=False))
     stale = train_round(params_path, qa)
     fresh = train_round(params_path, qb)
     kw = {"tasks": TASKS, "seeds": SEEDS, "n": N}
@@ -82,26 +94,26 @@ def candidate(qa: Options, qb: Options, root: Path) -> dict[str, Any]:
              for name, g in (("g0", g0), ("g1", g1), ("g2", g2))}
     rates = {f"{side}:{spec}": sum(v.values()) / len(v)
              for side, t in (("A", on_a), ("B", on_b)) for spec, v in t.items()}
-    return {"prior_a": qa, "prior_b": qb, "gains": gains, "success": rates,
+    return {"beta": beta, "prior_a": qa, "prior_b": qb, "gains": gains, "success": rates,
             "fall": fall.to_dict(), "recovery": rec.to_dict(),
             "hurts": bool(fall.hi < 0 and rec.lo > 0), "models": [stale, fresh]}
 
 
-def one(qa: Options, qb: Options) -> dict[str, Any]:
-    """One candidate in a fresh temp dir (its own MLflow store)."""
+def one(beta: float, qa: Options, qb: Options) -> dict[str, Any]:
+    """One (regime, candidate) in a fresh temp dir (its own MLflow store)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="drift-subtask-") as tmp:
-        row = candidate(qa, qb, Path(tmp))
+        row = candidate(beta, qa, qb, Path(tmp))
     return {**row, "seconds": round(time.monotonic() - started, 1)}
 
 
-def run_one(qa: Options, qb: Options, done: dict[str, str]) -> dict[str, Any]:
-    """One candidate's row: from ``done`` (its ``--one`` output line, keyed by the candidate's
+def run_one(beta: float, qa: Options, qb: Options, done: dict[str, str]) -> dict[str, Any]:
+    """One (regime, candidate)'s row: from ``done`` (its ``--one`` output line, keyed by its
     JSON) when given, else run in a subprocess."""
-    key = json.dumps([qa, qb], sort_keys=True)
+    key = json.dumps([beta, qa, qb], sort_keys=True)
     if key not in done:
-        proc = subprocess.run([sys.executable, __file__, "--one", json.dumps(qa), json.dumps(qb)],
-                              capture_output=True, text=True, check=False)
+        proc = subprocess.run([sys.executable, __file__, "--one", str(beta), json.dumps(qa),
+                               json.dumps(qb)], capture_output=True, text=True, check=False)
         lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
         if proc.returncode or not lines:
             raise RuntimeError(f"candidate {(qa, qb)} failed:\n{proc.stderr[-3000:]}")
@@ -111,31 +123,37 @@ def run_one(qa: Options, qb: Options, done: dict[str, str]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> None:
     """The candidates in order, each in its own process (MLflow caches its store per process),
-    stopping at the first that the rule chooses (the rule needs no later one); ``--one A_JSON
-    B_JSON`` runs one and prints its ``RESULT`` line; ``--done FILE`` reuses such lines."""
+    stopping at the first that the rule chooses (the rule needs no later one); ``--one BETA
+    A_JSON B_JSON`` runs one and prints its ``RESULT`` line; ``--done FILE`` reuses such lines
+    (a line without ``beta`` ran at the first regime's)."""
     if argv[:1] == ["--one"]:
-        print("RESULT " + json.dumps(one(json.loads(argv[1]), json.loads(argv[2]))))
+        print("RESULT " + json.dumps(one(float(argv[1]), json.loads(argv[2]),
+                                         json.loads(argv[3]))))
         return
     done: dict[str, str] = {}
     if argv[:1] == ["--done"]:
         for line in Path(argv[1]).read_text().splitlines():
             if line.startswith("RESULT "):
-                r = json.loads(line[len("RESULT "):])
-                done[json.dumps([r["prior_a"], r["prior_b"]], sort_keys=True)] = line
+                r = {"beta": BETAS[0], **json.loads(line[len("RESULT "):])}
+                done[json.dumps([r["beta"], r["prior_a"], r["prior_b"]], sort_keys=True)] = (
+                    "RESULT " + json.dumps(r))
         argv = argv[2:]
     out = Path(argv[0] if argv else "evidence/drift/candidates-subtask.json").resolve()
-    rows = []
-    for qa, qb in CANDIDATES:
-        rows.append(run_one(qa, qb, done))
-        print(json.dumps(rows[-1]), flush=True)
-        if rows[-1]["hurts"]:
-            break
+    rows: list[dict[str, Any]] = []
+    for beta in BETAS:
+        for qa, qb in CANDIDATES:
+            if rows and rows[-1]["hurts"]:
+                break
+            rows.append(run_one(beta, qa, qb, done))
+            print(json.dumps(rows[-1]), flush=True)
     chosen = next((r for r in rows if r["hurts"]), None)
-    doc = {"declared": {"params": demo_params(scale="measure"), "candidates": CANDIDATES,
+    doc = {"declared": {"params": demo_params(scale="measure"), "betas": BETAS,
+                        "candidates": CANDIDATES,
                         "tasks": TASKS, "seeds": SEEDS, "n": N,
-                        "rule": "first candidate with fall.hi < 0 and recovery.lo > 0"},
-           "candidates": rows,
-           "chosen": None if chosen is None else {k: chosen[k] for k in ("prior_a", "prior_b")}}
+                        "rule": "first (beta, candidate) with fall.hi < 0 and recovery.lo > 0"},
+           "notes": NOTES, "candidates": rows,
+           "chosen": None if chosen is None else {k: chosen[k]
+                                                  for k in ("beta", "prior_a", "prior_b")}}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"chosen: {doc['chosen']}")
