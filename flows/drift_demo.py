@@ -69,8 +69,8 @@ SKILLS_B: dict[str, float] = {"get": 0.3, "craft": 0.9}
 
 def demo_params(scale: str = "measure") -> dict[str, Any]:
     """A params file of the demo: ``measure`` (the regime ``scripts/drift_subtask.py``
-    measured: depth 2-3 tasks, where Best-of-N fails often enough for AMC to gain; ~30 min on
-    one CPU core) or ``toy`` (the same story at a size that only shows the plumbing)."""
+    measured: depth 2-3 tasks, where Best-of-N fails often enough for AMC to gain; tens of
+    minutes on one CPU core) or ``toy`` (the same story at a size that only shows the plumbing)."""
     if scale not in ("measure", "toy"):
         raise ValueError(f"scale is measure or toy, not {scale!r}")
     big = scale == "measure"

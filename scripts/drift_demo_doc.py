@@ -41,13 +41,21 @@ def candidate_lines(doc: dict[str, Any]) -> list[str]:
            f" {d['tasks']} test tasks x {len(d['seeds'])} seeds, N = {d['n']}, paired by task "
            f"and seed, t interval over tasks):", ""]
     for r in doc["candidates"]:
+        if r.get("not_run"):
+            out.append(f"- beta {r['beta']:g}, A ({skills(r['prior_a'])}) -> B "
+                       f"({skills(r['prior_b'])}): not run.")
+            continue
         s = r["success"]
         out.append(
-            f"- A ({skills(r['prior_a'])}) -> B ({skills(r['prior_b'])}): Best-of-N success "
+            f"- beta {r['beta']:g}, A ({skills(r['prior_a'])}) -> B ({skills(r['prior_b'])}): "
+            f"Best-of-N success "
             f"{s['A:bon@4']:.2f} on A, {s['B:bon@4']:.2f} on B; stale gain g0 "
             f"{ci(r['gains']['g0'])}, g1 {ci(r['gains']['g1'])}; retrained g2 "
             f"{ci(r['gains']['g2'])}; fall g1 - g0 {ci(r['fall'])}; recovery g2 - g1 "
             f"{ci(r['recovery'])}: {'chosen' if r['hurts'] else 'not chosen'}.")
+    chosen = doc["chosen"]
+    out += ["", f"Chosen by the declared rule: {'none' if chosen is None else chosen}. "
+            f"Note: {doc['notes']}"]
     return out
 
 

@@ -30,7 +30,7 @@ Best-of-N's success is well below 1; nothing below was tuned on a head's result)
   interval lies below 0 and whose ``recovery`` interval lies above 0 (later ones are not run);
   none when none has both.
 
-``python scripts/drift_subtask.py [--done RESULTS.txt] [out.json]`` (default
+``python scripts/drift_subtask.py [--done RESULTS.txt [--only-done]] [out.json]`` (default
 ``evidence/drift/candidates-subtask.json``); each candidate in its own process and temp dir
 (its own MLflow store); every RNG is seeded. A candidate takes ~35 min on one shared core.
 """
@@ -64,8 +64,9 @@ N = 4
 BETAS = (1.0, 0.05)
 """``smc.beta`` of each regime, in the declared order (the rest is the demo's params)."""
 NOTES = ("(beta 1.0, first candidate) ran at git 49815a8, where a skills key matched as a "
-         "substring: 'get' also matched the craft actions of nugget items (11 plan actions of "
-         "8 depth 2-3 tasks, 1 of them a test task); keys match whole words since babb7c4.")
+         "substring: 'get' also matched the craft actions of items whose name contains it "
+         "(e.g. 'craft 9 iron nugget using 1 iron ingot'); keys match whole words since "
+         "babb7c4.")
 """What differs between the code that ran a row and this one."""
 
 
@@ -138,12 +139,18 @@ def main(argv: list[str]) -> None:
                 done[json.dumps([r["beta"], r["prior_a"], r["prior_b"]], sort_keys=True)] = (
                     "RESULT " + json.dumps(r))
         argv = argv[2:]
+    only_done = argv[:1] == ["--only-done"]  # assemble what ran; the rest is marked not run
+    argv = argv[1:] if only_done else argv
     out = Path(argv[0] if argv else "evidence/drift/candidates-subtask.json").resolve()
     rows: list[dict[str, Any]] = []
     for beta in BETAS:
         for qa, qb in CANDIDATES:
             if rows and rows[-1]["hurts"]:
                 break
+            if only_done and json.dumps([beta, qa, qb], sort_keys=True) not in done:
+                rows.append({"beta": beta, "prior_a": qa, "prior_b": qb, "not_run": True,
+                             "hurts": False})
+                continue
             rows.append(run_one(beta, qa, qb, done))
             print(json.dumps(rows[-1]), flush=True)
     chosen = next((r for r in rows if r["hurts"]), None)
