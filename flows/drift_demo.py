@@ -12,8 +12,8 @@ retrained head learns the prior as it is now):
 2. the prior changes to B (:data:`SKILLS_B`: the reverse, a new model version better at some
    subtasks and worse at others; the demo rewrites ``prior.options``, as a provider silently
    updating its model would). What is scarce progress changes (a crafted intermediate under A,
-   a fetched item under B), so the stale head weighs up the wrong particles: check 1 measures
-   its gain g1 and marks drift on what got worse (the gain fell by more than
+   a fetched item under B), so the stale head may weigh up the wrong particles: check 1
+   measures its gain g1 and marks drift on what got worse (the gain fell by more than
    ``drift.max_gain_drop``, :func:`amc.pipeline.gate_stats.drift_check`), not on any movement;
 3. the drift triggers retraining: round 1 collects fresh rollouts of B and trains; the gate
    decides (a drifted champion has lost its claim, but the challenger must be better
@@ -25,9 +25,10 @@ The story (``drift_demo.json``) has each check's gain with its paired interval (
 seed, t over tasks, exact sign-flip p), the fall g1 - g0 and the recovery g2 - g1 paired by
 task across checks (each check has its own fresh seeds), and the gate's paired difference of
 the retrained head vs the stale one on B (same tasks and seeds: g2 - g1 with Best-of-N
-cancelled). ``scripts/drift_subtask.py`` measured the change at this scale first
-(``evidence/drift/candidates-subtask.json``); ``scripts/drift_demo_doc.py`` writes the docs'
-section from the committed run (``evidence/drift/demo.json``).
+cancelled). ``scripts/drift_subtask.py`` measures whether the change hurts at this scale
+(``evidence/drift/candidates-subtask.json``: so far it does not, at ``smc.beta`` 1 or 0.05);
+``scripts/drift_demo_doc.py`` writes the docs' section from it and, once one is committed,
+from a demo run (``evidence/drift/demo.json``).
 
 Each check and decision is a Prefect artifact and MLflow tags (the stages' own); the demo adds
 a plot of the champion's gain over Best-of-N (with interval), success and calibration per

@@ -69,7 +69,8 @@ def test_drift_demo_tells_its_story_at_toy_size(tmp_path: Path, prefect_server: 
         assert r["gain_lo"] <= r["gain"] <= r["gain_hi"] and 0 <= r["gain_p"] <= 1
     a, b = rows[0]["gain_by_task"], rows[1]["gain_by_task"]
     assert out["fall"]["mean"] == pytest.approx(sum(b[t] - a[t] for t in a) / len(a))
-    hist = [json.loads(x) for x in (tmp_path / "data/drift/history.jsonl").read_text().split()]
+    hist = [json.loads(x)
+            for x in (tmp_path / "data/drift/history.jsonl").read_text().splitlines()]
     d = load_params(tmp_path / "params.yaml").drift
     for rec in hist:  # drift is the rule applied to what the check recorded
         assert rec["drift"] == drift_check(
