@@ -1,37 +1,42 @@
-"""Flow ``amc-drift-demo``: the loop notices that the prior changed, retrains and recovers.
+"""Flow ``amc-drift-demo``: the prior changes in a way that hurts; the loop notices and recovers.
 
-Offline and cheap: TextCraft (offline recipes) and the skill-controlled ``planner-mix`` prior,
-whose skill q stands for "the model behind the API". In one directory holding its own
-``params.yaml`` (:func:`demo_params`; rounds on, a window of one round so a retrained head
-learns the prior as it is now):
+Offline and cheap: TextCraft (offline recipes) and the ``planner-mix`` prior, whose skill per
+subtask (``prior.options.skills``) stands for "the model behind the API". In one directory
+holding its own ``params.yaml`` (:func:`demo_params`; rounds on, a window of one round so a
+retrained head learns the prior as it is now):
 
-1. prior A (q = ``q_before``): round 0 (:func:`flows.retrain_and_promote.retrain_and_promote`)
-   trains a head, the gate promotes it; a drift check on fresh rollouts finds no drift;
-2. the prior changes to B (q = ``q_mild``; the demo rewrites ``prior.options.q``, as a
-   provider silently updating its model would): the head's calibration *improves* (its bias
-   moves toward 0 by more than ``drift.max_bias_shift``) and nothing got worse: no drift,
-   since drift is flagged on what got worse (:func:`amc.pipeline.gate_stats.drift_check`),
-   not on any movement;
-3. the prior changes to C (q = ``q_after``): the head's bias grows: the check marks drift;
-4. the drift triggers retraining: round 1 collects fresh rollouts of C, trains, and the gate
-   decides (a drifted champion has lost its claim, but the challenger must still be better
-   calibrated than it);
-5. a last check of whichever head is champion on C.
+1. prior A (:data:`SKILLS_A`: fetches base items reliably, crafts poorly): round 0
+   (:func:`flows.retrain_and_promote.retrain_and_promote`) trains a head, the gate promotes it
+   and records its AMC gain over Best-of-N on the frozen set (``baseline.gain``); check 0 on
+   fresh rollouts of A measures the gain g0 (no drift);
+2. the prior changes to B (:data:`SKILLS_B`: the reverse, a new model version better at some
+   subtasks and worse at others; the demo rewrites ``prior.options``, as a provider silently
+   updating its model would). What is scarce progress changes (a crafted intermediate under A,
+   a fetched item under B), so the stale head may weigh up the wrong particles: check 1
+   measures its gain g1 and marks drift on what got worse (the gain fell by more than
+   ``drift.max_gain_drop``, :func:`amc.pipeline.gate_stats.drift_check`), not on any movement;
+3. the drift triggers retraining: round 1 collects fresh rollouts of B and trains; the gate
+   decides (a drifted champion has lost its claim, but the challenger must be better
+   calibrated and non-inferior; with ``promote.max_mde`` a tie, every difference 0, is no
+   test and keeps the champion);
+4. check 2 measures the gain g2 of whichever head is champion on B.
 
-Each check records the champion's AMC gain over Best-of-N with its paired interval. At this
-toy scale the gain does not move: ``scripts/drift_candidates.py`` measured that no declared
-skill or action-style change makes a stale head's gain over Best-of-N fall measurably, nor a
-retrained head's rise above it (``evidence/drift/candidates-*.json``; docs/pipeline.md), and
-in this demo the retrained toy head (one round of 32 rollouts, 2 epochs) is not better
-calibrated either, so the gate keeps the drifted champion and the last check still marks drift.
+The story (``drift_demo.json``) has each check's gain with its paired interval (by task and
+seed, t over tasks, exact sign-flip p), the fall g1 - g0 and the recovery g2 - g1 paired by
+task across checks (each check has its own fresh seeds), and the gate's paired difference of
+the retrained head vs the stale one on B (same tasks and seeds: g2 - g1 with Best-of-N
+cancelled). ``scripts/drift_subtask.py`` measures whether the change hurts at this scale
+(``evidence/drift/candidates-subtask.json``: so far it does not, at ``smc.beta`` 1 or 0.05);
+``scripts/drift_demo_doc.py`` writes the docs' section from it and, once one is committed,
+from a demo run (``evidence/drift/demo.json``).
 
 Each check and decision is a Prefect artifact and MLflow tags (the stages' own); the demo adds
 a plot of the champion's gain over Best-of-N (with interval), success and calibration per
 check (``<report.plots_dir>/drift_demo.png``, data in ``drift_demo.json``) and a summary
-artifact ``amc-drift-demo``.
-In the demo the triggered retraining runs as a subflow (no worker needed); with the
-deployments served (``python -m flows.deploy``) the scheduled monitor starts the deployment
-instead (:mod:`flows.drift`). Run it (Prefect server on 127.0.0.1, see docs/pipeline.md)::
+artifact ``amc-drift-demo``. In the demo the triggered retraining runs as a subflow (no worker
+needed); with the deployments served (``python -m flows.deploy``) the scheduled monitor starts
+the deployment instead (:mod:`flows.drift`). Run it (Prefect server on 127.0.0.1, see
+docs/pipeline.md)::
 
     python -m flows.drift_demo init demo/params.yaml && cd demo
     PYTHONPATH=.. python -m flows.drift_demo
@@ -50,57 +55,100 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from amc.plots import pyplot, save_png
 from amc.results import write_json_atomic
+from amc.stats import paired_difference
 from flows._artifacts import image_markdown
 from flows._common import params
 from flows._log import say
 from flows.drift import drift_flow
 from flows.retrain_and_promote import retrain_and_promote
 
+SKILLS_A: dict[str, float] = {"get": 0.9, "craft": 0.3}
+"""Prior A's skill per subtask: fetches base items reliably, crafts poorly."""
+SKILLS_B: dict[str, float] = {"get": 0.3, "craft": 0.9}
+"""Prior B's (the new model version's): the reverse."""
 
-def demo_params(q: float = 0.4) -> dict[str, Any]:
-    """A toy params file of the demo (minutes on a laptop CPU)."""
+
+def demo_params(scale: str = "measure") -> dict[str, Any]:
+    """A params file of the demo: ``measure`` (the regime ``scripts/drift_subtask.py``
+    measured: depth 2-3 tasks, where Best-of-N fails often enough for AMC to gain; tens of
+    minutes on one CPU core) or ``toy`` (the same story at a size that only shows the plumbing)."""
+    if scale not in ("measure", "toy"):
+        raise ValueError(f"scale is measure or toy, not {scale!r}")
+    big = scale == "measure"
     return {
-        "env": {"name": "textcraft", "options": {"reward": "dense", "max_depth": 2}},
-        "prior": {"name": "planner-mix", "options": {"q": q}},
-        "smc": {"max_steps": 6, "beta": 1.0, "resample": "fixed", "resample_steps": [2],
+        "env": {"name": "textcraft",
+                "options": {"reward": "dense", "min_depth": 2, "max_depth": 3}},
+        "prior": {"name": "planner-mix", "options": {"q": 0.5, "skills": dict(SKILLS_A)}},
+        # beta 0.05: at beta 1 the weights barely move (docs/evidence.md, gain vs beta: even
+        # the rollout upper bound gains nothing there; this demo's head measured +0.000)
+        "smc": {"max_steps": 6, "beta": 0.05, "resample": "fixed", "resample_steps": [2, 4],
                 "success_threshold": 1.0},
-        "collect": {"max_tasks": 8, "rollouts": 4, "seeds": [0]},
+        "collect": {"max_tasks": 64 if big else 4, "rollouts": 8 if big else 2, "seeds": [0]},
         "rounds": {"enabled": True, "window": 1},
-        "train": {"epochs": 2, "max_length": 64, "num_layers": 1},
-        "evaluate": {"methods": ["bon", "amc"], "n_grid": [2, 4], "seeds": [0, 1, 2],
-                     "max_tasks": 8},
-        "promote": {"calibration_states": 400},
-        "drift": {"rollouts": 8, "seeds_per_check": 2, "calibration_states": 400},
+        "train": {"epochs": 3 if big else 1, "max_length": 128 if big else 32,
+                  "num_layers": 1},
+        "evaluate": {"methods": ["bon", "amc"], "n_grid": [4], "seeds": [0, 1, 2] if big else [0],
+                     "max_tasks": 48 if big else 4},
+        # the gate on success (its paired difference is then the gain's, Best-of-N
+        # cancelled); a tie (every difference 0) has no mde: no test, the champion stays
+        "promote": {"calibration_states": 400 if big else 20, "metric": "success",
+                    "max_mde": 0.2},
+        "drift": {"rollouts": 8 if big else 2, "seeds_per_check": 3 if big else 1,
+                  "calibration_states": 400 if big else 20},
         "report": {"calibration_states": 20},
     }
 
 
-def set_q(params_path: str, q: float) -> None:
-    """The prior changes: rewrite ``prior.options.q`` of the demo's params file."""
+def set_prior(params_path: str, options: dict[str, Any]) -> None:
+    """The prior changes: rewrite ``prior.options`` of the demo's params file."""
     path = Path(params_path)
     data = yaml.safe_load(path.read_text())
-    data["prior"]["options"]["q"] = q
+    data["prior"]["options"] = dict(options)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-def row(label: str, q: float, check: dict[str, Any]) -> dict[str, Any]:
-    """One point of the plot: the champion's numbers on fresh rollouts at one check."""
+def row(phase: str, label: str, prior: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
+    """One point of the plot: the champion's numbers on fresh rollouts at one check (phase A:
+    the head on its own prior, B: the stale head on the new prior, C: the retrained round's
+    champion on it)."""
     now = check.get("now") or {}
     gi, base = now.get("gain_interval") or {}, check.get("baseline") or {}
-    return {"check": check["check"], "label": label, "q": q, "version": check["version"],
-            "round": check.get("round"), "drift": check["drift"],
-            "reasons": list(check.get("reasons") or []),
+    return {"phase": phase, "check": check["check"], "label": label, "prior": dict(prior),
+            "version": check["version"], "round": check.get("round"), "drift": check["drift"],
+            "reasons": list(check.get("reasons") or []), "seeds": list(check.get("seeds") or []),
             "gain": now.get("gain"), "gain_lo": gi.get("lo"), "gain_hi": gi.get("hi"),
-            "gain_p": gi.get("p"), "baseline_gain": base.get("gain"),
+            "gain_p": gi.get("p"), "gain_tasks": gi.get("tasks"), "gain_pairs": gi.get("pairs"),
+            "gain_by_task": dict(now.get("gain_by_task") or {}),
+            "baseline_gain": base.get("gain"),
             "baseline_calibration_bias": base.get("calibration_bias"),
             "baseline_calibration_mae": base.get("calibration_mae"),
             "success": now.get("success"), "calibration_mae": now.get("calibration_mae"),
             "calibration_bias": now.get("calibration_bias")}
 
 
+def across(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any] | None:
+    """The change of the gain from one check to a later one, paired by task (each check has
+    its own fresh seeds, the same tasks): mean, t interval over tasks, exact sign-flip p."""
+    a, b = before["gain_by_task"], after["gain_by_task"]
+    if not set(a) & set(b):
+        return None
+    return dict(paired_difference({(t, 0): v for t, v in b.items()},
+                                  {(t, 0): v for t, v in a.items()}).to_dict())
+
+
+def story(rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The demo's claims: the fall (g1 - g0), the recovery (g2 - g1) and the gate's paired
+    retrained-vs-stale difference on the new prior (None where a phase did not run)."""
+    by = {r["phase"]: r for r in rows}
+    fall = across(by["A"], by["B"]) if "A" in by and "B" in by else None
+    rec = across(by["B"], by["C"]) if "B" in by and "C" in by else None
+    return {"fall": fall, "recovery": rec,
+            "gate": next((d for d in decisions if d["round"] == 1), None)}
+
+
 def plot(rows: list[dict[str, Any]], out: Path) -> Path:
-    """Champion gain (with interval), success and calibration per check (PNG), the data next to
-    it (JSON)."""
+    """Champion gain (with interval), success and calibration per check (PNG; the flow writes
+    the story next to it, ``drift_demo.json``)."""
     plt = pyplot()
     out.mkdir(parents=True, exist_ok=True)
     x = list(range(len(rows)))
@@ -125,7 +173,6 @@ def plot(rows: list[dict[str, Any]], out: Path) -> Path:
                 ax.axvline(i, color="C3", alpha=0.3, lw=6)
     fig.suptitle("drift demo: champion per check (red = drift marked)")
     save_png(fig, out / "drift_demo.png")
-    write_json_atomic(out / "drift_demo.json", rows)
     return out / "drift_demo.png"
 
 
@@ -144,51 +191,70 @@ def check_line(r: dict[str, Any]) -> str:
 
 
 @flow(name="amc-drift-demo", log_prints=False)
-def drift_demo(params_path: str = "params.yaml", q_before: float = 0.4,
-               q_mild: float | None = 0.2, q_after: float = 0.8) -> dict[str, Any]:
-    """Round 0 on prior A; a change that hurts nothing (no drift); a change that does (drift);
-    round 1 recovers. Returns the story."""
-    set_q(params_path, q_before)
+def drift_demo(params_path: str = "params.yaml", before: dict[str, Any] | None = None,
+               after: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Round 0 on prior A; the prior changes to B, which hurts the stale head (drift); round 1
+    retrains on B. Returns the story (prior options default to A's and B's skill maps)."""
+    before = before or {"q": 0.5, "skills": dict(SKILLS_A)}
+    after = after or {"q": 0.5, "skills": dict(SKILLS_B)}
+    set_prior(params_path, before)
     first = retrain_and_promote(params_path)
-    rows = [row("A: round 0", q_before, drift_flow(params_path, trigger_retraining=False))]
-    if q_mild is not None:  # the head predicts this prior no worse: not drift
-        set_q(params_path, q_mild)
-        rows.append(row("B: prior changed", q_mild,
-                        drift_flow(params_path, trigger_retraining=False)))
-    set_q(params_path, q_after)
+    rows = [row("A", "A: round 0", before, drift_flow(params_path, trigger_retraining=False))]
+    set_prior(params_path, after)
     changed = drift_flow(params_path, trigger_retraining=False)
-    rows.append(row("C: prior changed", q_after, changed))
+    rows.append(row("B", "B: prior changed", after, changed))
     second = None
     if changed["drift"]:  # the trigger (as a subflow: the demo needs no worker)
         second = retrain_and_promote(params_path)
-        rows.append(row("C: round 1", q_after, drift_flow(params_path,
-                                                          trigger_retraining=False)))
+        rows.append(row("C", "B: round 1", after,
+                        drift_flow(params_path, trigger_retraining=False)))
     png = plot(rows, params(params_path).report.plots_dir)
-    decisions = [{"round": i, "promoted": d["promote"], "reason": d["reason"]}
-                 for i, d in enumerate(x for x in (first, second) if x is not None)]
-    create_table_artifact(key="amc-drift-demo", table=rows,
-                          description="champion per drift check")
+    decisions = [decision(i, d) for i, d in enumerate(x for x in (first, second) if x)]
+    out = {"checks": rows, "decisions": decisions, **story(rows, decisions), "plot": str(png)}
+    write_json_atomic(png.with_suffix(".json"), out)
+    create_table_artifact(key="amc-drift-demo", table=[
+        {k: v for k, v in r.items() if k != "gain_by_task"} for r in rows],
+        description="champion per drift check")
     create_markdown_artifact(key="amc-drift-demo-story", markdown="\n".join(
         ["# Drift demo", "", image_markdown(png, "champion's gain and calibration per check"),
-         ""]
-        + [f"- round {d['round']}: {'PROMOTED' if d['promoted'] else 'kept'}: {d['reason']}"
-           for d in decisions]
-        + [check_line(r) for r in rows]))
-    return {"checks": rows, "decisions": decisions, "plot": str(png)}
+         "", *story_lines(out)]))
+    return out
+
+
+def decision(i: int, d: dict[str, Any]) -> dict[str, Any]:
+    """A round's gate decision, with its paired challenger - champion statistics."""
+    keys = ("metric", "delta", "se", "p_value", "lower_bound", "n_tasks", "n_pairs", "mde",
+            "tested", "champion_drifted", "min_effect", "decision_level")
+    return {"round": i, "promoted": bool(d["promote"]), "reason": d["reason"],
+            **{k: d.get(k) for k in keys}}
+
+
+def story_lines(out: dict[str, Any]) -> list[str]:
+    """The story as markdown bullets: decisions, checks, fall and recovery."""
+    lines = [f"- round {d['round']}: {'PROMOTED' if d['promoted'] else 'kept'}: {d['reason']}"
+             for d in out["decisions"]]
+    lines += [check_line(r) for r in out["checks"]]
+    for name in ("fall", "recovery"):
+        if (x := out.get(name)) is not None:
+            lines.append(f"- {name}: {x['mean']:+.3f} [{x['lo']:+.3f}, {x['hi']:+.3f}], "
+                         f"p {x['p']:.3g} ({x['tasks']} tasks, paired by task)")
+    return lines
 
 
 def main(argv: list[str]) -> None:
-    """``init <params.yaml>`` writes the demo's params; no argument runs the demo here."""
-    if argv[:1] == ["init"] and len(argv) == 2:
+    """``init <params.yaml> [measure|toy]`` writes the demo's params (default ``measure``, the
+    measured regime); no argument runs the demo here."""
+    if argv[:1] == ["init"] and len(argv) in (2, 3):
         path = Path(argv[1])
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(demo_params(), sort_keys=False))
+        scale = argv[2] if len(argv) == 3 else "measure"
+        path.write_text(yaml.safe_dump(demo_params(scale=scale), sort_keys=False))
         say(f"wrote {path}")
     elif not argv:
         out = drift_demo()
         say(yaml.safe_dump(out["checks"], sort_keys=False))
     else:
-        raise SystemExit("usage: python -m flows.drift_demo [init PARAMS_PATH]")
+        raise SystemExit("usage: python -m flows.drift_demo [init PARAMS_PATH [measure|toy]]")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ Declared before running (the candidates and the rule; nothing below was tuned on
   change of the prior's action *style* may not): q = 0.8 with ``menu_form`` false -> true
   (the planner's actions rewritten into the menu's own form, e.g. ``get 9 ice`` twice for
   ``get 18 ice``: a provider's model that phrases its actions differently), then the reverse;
-- regimes, in this order: the demo's params (:func:`flows.drift_demo.demo_params`: TextCraft
+- regimes, in this order: the demo's params then (:func:`demo_params`: TextCraft
   depth 2, ``smc.max_steps`` 6, 1-layer MiniLM head), then the same with a step budget of 5
   and of 4 (a tighter budget leaves Best-of-N room to fail, so AMC has room to gain: at 6
   steps a first run found every success 1.0 and every difference 0);
@@ -55,7 +55,6 @@ from amc.pipeline.params import load_params, model_name
 from amc.pipeline.round import run_round
 from amc.runner import run_methods
 from amc.stats import paired_difference
-from flows.drift_demo import demo_params
 
 Options = dict[str, Any]
 SETS: dict[str, tuple[tuple[Options, Options], ...]] = {
@@ -71,6 +70,24 @@ N = 4
 REGIMES = (6, 5, 4)
 """``smc.max_steps`` of each regime (the rest is the demo's params)."""
 STAGES = ("collect", "dataset", "train")
+
+
+def demo_params() -> dict[str, Any]:
+    """The drift demo's params when this script ran (git 64b902b..49815a8: skill q, depth 2)."""
+    return {
+        "env": {"name": "textcraft", "options": {"reward": "dense", "max_depth": 2}},
+        "prior": {"name": "planner-mix", "options": {"q": 0.4}},
+        "smc": {"max_steps": 6, "beta": 1.0, "resample": "fixed", "resample_steps": [2],
+                "success_threshold": 1.0},
+        "collect": {"max_tasks": 8, "rollouts": 4, "seeds": [0]},
+        "rounds": {"enabled": True, "window": 1},
+        "train": {"epochs": 2, "max_length": 64, "num_layers": 1},
+        "evaluate": {"methods": ["bon", "amc"], "n_grid": [2, 4], "seeds": [0, 1, 2],
+                     "max_tasks": 8},
+        "promote": {"calibration_states": 400},
+        "drift": {"rollouts": 8, "seeds_per_check": 2, "calibration_states": 400},
+        "report": {"calibration_states": 20},
+    }
 
 
 def train_round(params_path: Path, opts: Options) -> str:
@@ -91,16 +108,17 @@ def train_round(params_path: Path, opts: Options) -> str:
     return f"models:/{model_name(p)}/{max(int(v.version) for v in versions)}"
 
 
-def successes(params_path: Path, opts: Options, heads: dict[str, str], out: Path
+def successes(params_path: Path, opts: Options, heads: dict[str, str], out: Path, *,
+              tasks: int = TASKS, seeds: tuple[int, ...] = SEEDS, n: int = N
               ) -> dict[str, dict[tuple[str, int], float]]:
-    """Success per (task, seed) of bon@N and smc@N+<head> on the prior with ``opts``."""
+    """Success per (task, seed) of bon@n and smc@n+<head> on the prior with ``opts``."""
     p = load_params(params_path)
     prior = p.prior.model_copy(update={"options": dict(opts)})
-    specs = [f"bon@{N}", *(f"smc@{N}+{h}" for h in heads)]
+    specs = [f"bon@{n}", *(f"smc@{n}+{h}" for h in heads)]
     cfg = RunConfig(env=p.env, prior=prior, smc=p.smc, value=p.evaluate.zero_shot_value,
                     values={h: ValueConfig(name=p.evaluate.learned_value, options={"model": u})
                             for h, u in heads.items()},
-                    methods=tuple(specs), split="test", max_tasks=TASKS, seeds=SEEDS,
+                    methods=tuple(specs), split="test", max_tasks=tasks, seeds=seeds,
                     max_concurrent_tasks=p.evaluate.max_concurrent_tasks,
                     max_concurrent_particles=p.evaluate.max_concurrent_particles, out_dir=out)
     res = asyncio.run(run_methods(cfg, progress=False)).results

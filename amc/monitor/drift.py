@@ -115,8 +115,20 @@ def measure(p: PipelineParams, uri: str, tasks: list[str], seeds: tuple[int, ...
     gain = paired_difference(champ, bon).to_dict() if champ and bon else None
     return {**model_calibration(p, uri, pairs), "success": success,
             "gain": None if gain is None else gain["mean"], "gain_interval": gain,
+            "gain_by_task": gain_by_task(champ, bon),
             "calibration_states": len(pairs), "champion_runs": len(champ),
             "methods": list(specs)}
+
+
+def gain_by_task(champ: dict[tuple[str, int], float], bon: dict[tuple[str, int], float]
+                 ) -> dict[str, float]:
+    """The gain (champion - Best-of-N success) per task, averaged over its paired seeds, so two
+    checks (different seed blocks, the same tasks) can be compared task by task."""
+    per: dict[str, list[float]] = {}
+    for key, v in champ.items():
+        if key in bon:
+            per.setdefault(key[0], []).append(v - bon[key])
+    return {t: sum(d) / len(d) for t, d in sorted(per.items())}
 
 
 def by_pair(results: dict[str, list[Any]], spec: str) -> dict[tuple[str, int], float]:

@@ -24,6 +24,16 @@ benchmark's ``to_menu`` hook; TextCraft: :func:`amc.envs.textcraft.planner.menu_
 history no longer shows which steps were the planner's; the optimal number of steps is then the
 menu-form plan's (:func:`amc.envs.textcraft.planner.menu_plan`).
 
+Skill per subtask. ``skills`` maps a key to a skill that replaces ``q`` for a planner action
+whose text contains the key as whole words (the first key in declared order that matches; e.g.
+``{"craft": 0.3, "get": 0.9}``: a model that fetches reliably but crafts poorly), so a prior can
+be skilled on some recipes or items and near-random on others. The coin is still drawn first
+(the same draws for any skill map); the planner's action is then computed at every step to
+read its skill. A change of the map between model versions changes *which* states are good
+(under ``craft`` 0.3 the crafted intermediates are the scarce progress, under ``get`` 0.3 the
+fetched ones), not only how often a task succeeds: the drift demo's prior change
+(:mod:`flows.drift_demo`).
+
 Planners (a function ``env -> next action | None`` per benchmark, plus optionally a memoised
 menu: the ``planner`` of its :class:`~amc.envs.benchmark.Benchmark` record): TextCraft
 (:mod:`amc.envs.textcraft.planner`) and WebShop (:mod:`amc.envs.webshop.planner`: search,
@@ -39,7 +49,8 @@ Registered as prior ``planner-mix``.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import re
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
@@ -60,6 +71,10 @@ class PlannerMixOptions(Frozen):
     """Skill: probability of taking the optimal planner's next action at each step."""
     cache_size: int = Field(16384, ge=1)
     """Replayed states kept (LRU over history prefixes; a value's rollouts add many)."""
+    skills: dict[str, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=dict)
+    """Skill per subtask: key (whole words of the planner's action, e.g. ``craft`` or
+    ``oak planks``) -> probability of taking that action; the first matching key in declared
+    order wins, actions no key matches use ``q``."""
     menu_form: bool = False
     """Rewrite the planner's actions into the menu's own form (e.g. ``get 9 ice`` twice, not an
     off-menu ``get 18 ice``), so the history does not show which steps were the planner's."""
@@ -94,11 +109,12 @@ class PlannerMixPrior(WantsValidActions):
             env: Any = self.replay.state(history.task_id, history.actions, history.observation0)
         else:
             env = HistoryView(self.suite, history)
-        # always draw the coin first, so q only moves the threshold on the same draws
-        if rng.random() < self.options.q:
+        # always draw the coin first, so the skill only moves the threshold on the same draws
+        coin = rng.random()
+        if self.options.skills or coin < self.options.q:
             action = (self.hooks.next_action(env) if self.hooks.replay
                       else await asyncio.to_thread(self.hooks.next_action, env))  # may do I/O
-            if action is not None:
+            if action is not None and coin < skill(self.options, action):
                 if self.options.menu_form and self.hooks.to_menu is not None:
                     action = self.hooks.to_menu(env, action)
                 return _turn(action)
@@ -112,6 +128,14 @@ class PlannerMixPrior(WantsValidActions):
     async def aclose(self) -> None:
         self.replay.clear()
         self.suite.close()
+
+
+def skill(options: PlannerMixOptions, action: str) -> float:
+    """The probability of taking the planner's ``action``: the first ``skills`` key the action
+    contains as whole words (``get`` matches ``get 1 iron nugget``, not ``craft 9 iron
+    nugget ...``), else ``q``."""
+    return next((v for k, v in options.skills.items()
+                 if re.search(rf"\b{re.escape(k)}\b", action)), options.q)
 
 
 def _turn(action: str) -> AgentTurn:

@@ -58,3 +58,11 @@ def test_every_worse_quantity_gives_its_own_reason() -> None:
     v = drift_check(BASE, now, **KW)
     assert v.drift and len(v.reasons) == 4
     assert [r.split()[0] for r in v.reasons] == ["AMC", "success", "calibration", "calibration"]
+
+
+def test_gain_by_task_averages_the_paired_seeds_of_each_task():
+    from amc.monitor.drift import gain_by_task
+
+    champ = {("a", 0): 1.0, ("a", 1): 1.0, ("b", 0): 0.0, ("b", 1): 1.0, ("c", 0): 1.0}
+    bon = {("a", 0): 0.0, ("a", 1): 1.0, ("b", 0): 1.0, ("b", 1): 1.0}  # c has no pair
+    assert gain_by_task(champ, bon) == {"a": 0.5, "b": -0.5}

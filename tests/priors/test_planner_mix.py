@@ -3,7 +3,8 @@
 What must hold: q = 1 solves every task in exactly the planner's number of steps; the planner
 is optimal from *any* inventory (its remaining length drops by one per action); q = 0 is
 uniform over the valid actions; q in between takes the planner's action with probability
-q + (1 - q)/|menu|; the memoised menu is the environment's; usage is zero tokens.
+q + (1 - q)/|menu|; with a skill map, the skill of the planner action's first matching key
+replaces q; the memoised menu is the environment's; usage is zero tokens.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from scipy import stats
 from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
 from amc.envs.textcraft.planner import next_action, plan_length, textcraft_menu
 from amc.envs.textcraft.tasks import plan
-from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_planner
+from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_planner, skill
 from amc.registry import PRIORS
 from amc.types import History, Step
 
@@ -219,3 +220,50 @@ def test_menu_form_needs_a_benchmark_hook(suite):
     bare = type(hooks)(hooks.next_action, hooks.menu)
     with pytest.raises(ValueError, match="menu-form hook"):
         PlannerMixPrior(suite, bare, PlannerMixOptions(menu_form=True))
+
+
+def state_before(suite: TextCraftSuite, verb: str) -> tuple[History, list[str], str]:
+    """A history (planner steps from the start of a depth >= 2 task) whose next planner action
+    starts with ``verb``; its menu and that action."""
+    env = suite.make()
+    for task in suite.task_ids("all")[200:]:
+        h = History(task, env.reset(task))
+        for _ in range(10):
+            best = next_action(env.book, env.goal, env.inventory)
+            if best is None:
+                break
+            if best.startswith(verb) and h.t > 0:
+                return h, env.valid_actions(), best
+            res = env.step(best)
+            h = h.extend(Step("", best, res.observation, res.reward, res.done))
+    raise AssertionError(f"no state before a {verb!r}")
+
+
+@pytest.mark.parametrize("verb", ["get", "craft"])
+def test_skill_per_subtask_sets_the_planners_share(suite, verb):
+    """With ``skills`` {get: 0.9, craft: 0.1} (q 0.5 unused) the planner's action is taken with
+    its verb's skill s: P(a) = s [a = planner's] + (1 - s) / |menu| over the menu (chi-square,
+    fixed seed); a prior ignoring the map (s = q = 0.5) fails at either state."""
+    h, menu, best = state_before(suite, verb)
+    opts = PlannerMixOptions(q=0.5, skills={"get": 0.9, "craft": 0.1})
+    s = {"get": 0.9, "craft": 0.1}[verb]
+    n = 4000
+    acts = propose_many(PlannerMixPrior(suite, load_planner("textcraft"), opts), h, n, seed=5)
+    support = [*menu, *([best] if best not in menu else [])]
+    assert set(acts) <= set(support)
+    counts = np.array([acts.count(a) for a in support])
+    expected = np.array([(1 - s) / len(menu) * (a in menu) + (s if a == best else 0.0)
+                         for a in support]) * n
+    assert stats.chisquare(counts, expected).pvalue > 1e-3
+
+
+def test_skill_is_the_first_matching_key_else_q():
+    opts = PlannerMixOptions(q=0.4, skills={"planks": 0.2, "craft": 0.7})
+    assert skill(opts, "craft 4 oak planks using 1 oak log") == 0.2  # declared order wins
+    assert skill(opts, "craft 1 stick using 2 bamboo") == 0.7
+    assert skill(opts, "get 2 bamboo") == 0.4
+    verbs = PlannerMixOptions(q=0.4, skills={"get": 0.9, "craft": 0.3})
+    assert skill(verbs, "craft 9 iron nugget using 1 iron ingot") == 0.3  # words, not "nugget"
+    assert skill(verbs, "get 1 iron nugget") == 0.9
+    with pytest.raises(ValueError):
+        PlannerMixOptions(skills={"get": 1.5})

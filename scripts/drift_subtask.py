@@ -1,0 +1,170 @@
+"""Which prior change hurts a stale value head? A change of *which subtask* the prior is good at.
+
+``scripts/drift_candidates.py`` found that no change of the planner-mix prior's skill level or
+action style hurts a stale head at the drift demo's toy scale: every success was saturated, and
+a skill change keeps *which* states are good (more of the plan done is better under any q), so
+a stale head still ranks them right. Here the prior's skill depends on the subtask
+(``prior.options.skills``, :func:`amc.priors.planner_mix.skill`): model version A fetches base
+items reliably and crafts poorly, version B the reverse. Under A the scarce progress is a
+crafted intermediate, under B a fetched item: the states a stale head (trained on A's
+rollouts) weighs up are not the ones that are good under B.
+
+Declared before running (the regime was sized by a Best-of-N-only probe, no head, so that
+Best-of-N's success is well below 1; nothing below was tuned on a head's result):
+
+- regime (:func:`flows.drift_demo.demo_params`, ``scale="measure"``): TextCraft depth 2-3,
+  ``smc.max_steps`` 6, resampling after steps 2 and 4, a 1-layer MiniLM head, rounds of
+  window 1 (round 0 on A trains the stale head, a round on B the retrained head); regimes
+  (``smc.beta``), in this order: 1.0 (declared and run first), then 0.05 (declared after the
+  first candidate at beta 1 found no gain to lose, g0 = +0.000 [-0.066, +0.066]: the project's
+  gain-vs-beta sweep, docs/evidence.md, has no gain at beta 1 even for the rollout upper
+  bound, and its largest at 0.05);
+- candidates, in this order: (A, B) = ({get 0.9, craft 0.3}, {get 0.3, craft 0.9}), then the
+  reverse;
+- evaluation at N = 4 on ``TASKS`` test tasks x ``SEEDS`` (seeds no round or evaluation
+  uses), paired by (task, seed), averaged within task, t interval over tasks (95%) and exact
+  sign-flip p (:func:`amc.stats.paired_difference`): ``g0`` = stale gain (AMC - Best-of-N) on
+  A, ``g1`` = stale gain on B, ``g2`` = retrained gain on B; ``fall`` = g1 - g0,
+  ``recovery`` = g2 - g1 (= success of smc+retrained - smc+stale on B);
+- rule: the chosen change is the first (regime, candidate), regimes outer, whose ``fall``
+  interval lies below 0 and whose ``recovery`` interval lies above 0 (later ones are not run);
+  none when none has both.
+
+``python scripts/drift_subtask.py [--done RESULTS.txt [--only-done]] [out.json]`` (default
+``evidence/drift/candidates-subtask.json``); each candidate in its own process and temp dir
+(its own MLflow store); every RNG is seeded. A candidate takes ~35 min on one shared core.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from amc.stats import paired_difference
+from flows.drift_demo import SKILLS_A, SKILLS_B, demo_params
+from scripts.drift_candidates import successes, train_round
+
+Options = dict[str, Any]
+CANDIDATES: tuple[tuple[Options, Options], ...] = (
+    ({"q": 0.5, "skills": SKILLS_A}, {"q": 0.5, "skills": SKILLS_B}),
+    ({"q": 0.5, "skills": SKILLS_B}, {"q": 0.5, "skills": SKILLS_A}),
+)
+"""(prior A options, prior B options), in the declared order."""
+TASKS = 48
+SEEDS = (500, 501, 502)
+N = 4
+BETAS = (1.0, 0.05)
+"""``smc.beta`` of each regime, in the declared order (the rest is the demo's params)."""
+NOTES = ("(beta 1.0, first candidate) ran at git 49815a8, where a skills key matched as a "
+         "substring: 'get' also matched the craft actions of items whose name contains it "
+         "(e.g. 'craft 9 iron nugget using 1 iron ingot'); keys match whole words since "
+         "babb7c4.")
+"""What differs between the code that ran a row and this one."""
+
+
+def gain(t: dict[str, dict[tuple[str, int], float]], head: str) -> dict[tuple[str, int], float]:
+    """AMC - Best-of-N per (task, seed)."""
+    smc, bon = t[f"smc@{N}+{head}"], t[f"bon@{N}"]
+    return {k: smc[k] - bon[k] for k in smc if k in bon}
+
+
+def candidate(beta: float, qa: Options, qb: Options, root: Path) -> dict[str, Any]:
+    """Train stale (A) and retrained (B) heads, evaluate, the paired fall and recovery."""
+    os.chdir(root)
+    params_path = root / "params.yaml"
+    data = demo_params(scale="measure")
+    data["smc"]["beta"] = beta
+    params_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    stale = train_round(params_path, qa)
+    fresh = train_round(params_path, qb)
+    kw = {"tasks": TASKS, "seeds": SEEDS, "n": N}
+    on_a = successes(params_path, qa, {"stale": stale}, root / "eval-a", **kw)
+    on_b = successes(params_path, qb, {"stale": stale, "fresh": fresh}, root / "eval-b", **kw)
+    g0, g1, g2 = gain(on_a, "stale"), gain(on_b, "stale"), gain(on_b, "fresh")
+    fall, rec = paired_difference(g1, g0), paired_difference(g2, g1)
+    zero = {k: 0.0 for k in g0}
+    gains = {name: paired_difference(g, zero).to_dict()
+             for name, g in (("g0", g0), ("g1", g1), ("g2", g2))}
+    rates = {f"{side}:{spec}": sum(v.values()) / len(v)
+             for side, t in (("A", on_a), ("B", on_b)) for spec, v in t.items()}
+    return {"beta": beta, "prior_a": qa, "prior_b": qb, "gains": gains, "success": rates,
+            "fall": fall.to_dict(), "recovery": rec.to_dict(),
+            "hurts": bool(fall.hi < 0 and rec.lo > 0), "models": [stale, fresh]}
+
+
+def one(beta: float, qa: Options, qb: Options) -> dict[str, Any]:
+    """One (regime, candidate) in a fresh temp dir (its own MLflow store)."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="drift-subtask-") as tmp:
+        row = candidate(beta, qa, qb, Path(tmp))
+    return {**row, "seconds": round(time.monotonic() - started, 1)}
+
+
+def run_one(beta: float, qa: Options, qb: Options, done: dict[str, str]) -> dict[str, Any]:
+    """One (regime, candidate)'s row: from ``done`` (its ``--one`` output line, keyed by its
+    JSON) when given, else run in a subprocess."""
+    key = json.dumps([beta, qa, qb], sort_keys=True)
+    if key not in done:
+        proc = subprocess.run([sys.executable, __file__, "--one", str(beta), json.dumps(qa),
+                               json.dumps(qb)], capture_output=True, text=True, check=False)
+        lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+        if proc.returncode or not lines:
+            raise RuntimeError(f"candidate {(qa, qb)} failed:\n{proc.stderr[-3000:]}")
+        done[key] = lines[-1]
+    return dict(json.loads(done[key][len("RESULT "):]))
+
+
+def main(argv: list[str]) -> None:
+    """The candidates in order, each in its own process (MLflow caches its store per process),
+    stopping at the first that the rule chooses (the rule needs no later one); ``--one BETA
+    A_JSON B_JSON`` runs one and prints its ``RESULT`` line; ``--done FILE`` reuses such lines
+    (a line without ``beta`` ran at the first regime's)."""
+    if argv[:1] == ["--one"]:
+        print("RESULT " + json.dumps(one(float(argv[1]), json.loads(argv[2]),
+                                         json.loads(argv[3]))))
+        return
+    done: dict[str, str] = {}
+    if argv[:1] == ["--done"]:
+        for line in Path(argv[1]).read_text().splitlines():
+            if line.startswith("RESULT "):
+                r = {"beta": BETAS[0], **json.loads(line[len("RESULT "):])}
+                done[json.dumps([r["beta"], r["prior_a"], r["prior_b"]], sort_keys=True)] = (
+                    "RESULT " + json.dumps(r))
+        argv = argv[2:]
+    only_done = argv[:1] == ["--only-done"]  # assemble what ran; the rest is marked not run
+    argv = argv[1:] if only_done else argv
+    out = Path(argv[0] if argv else "evidence/drift/candidates-subtask.json").resolve()
+    rows: list[dict[str, Any]] = []
+    for beta in BETAS:
+        for qa, qb in CANDIDATES:
+            if rows and rows[-1]["hurts"]:
+                break
+            if only_done and json.dumps([beta, qa, qb], sort_keys=True) not in done:
+                rows.append({"beta": beta, "prior_a": qa, "prior_b": qb, "not_run": True,
+                             "hurts": False})
+                continue
+            rows.append(run_one(beta, qa, qb, done))
+            print(json.dumps(rows[-1]), flush=True)
+    chosen = next((r for r in rows if r["hurts"]), None)
+    doc = {"declared": {"params": demo_params(scale="measure"), "betas": BETAS,
+                        "candidates": CANDIDATES,
+                        "tasks": TASKS, "seeds": SEEDS, "n": N,
+                        "rule": "first (beta, candidate) with fall.hi < 0 and recovery.lo > 0"},
+           "notes": NOTES, "candidates": rows,
+           "chosen": None if chosen is None else {k: chosen[k]
+                                                  for k in ("beta", "prior_a", "prior_b")}}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"chosen: {doc['chosen']}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,90 @@
+"""The drift demo's story, fast: its params, the fall and recovery across checks, the gate on a tie.
+
+The demo itself (``tests/flows/test_drift_demo.py``, slow) runs the real stages; here the parts
+that turn its checks into claims run on hand-built check records of the drift monitor's shape:
+a gain change between two checks is paired *by task* (each check has its own fresh seeds), the
+recovery compares the retrained head's check with the stale head's, and with the demo's
+``promote.max_mde`` a drifted champion is not replaced on a tie (every difference 0).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from amc.pipeline.gate_stats import gate_test, untested_reason
+from amc.pipeline.params import load_params
+from amc.stats import paired_difference
+from flows.drift_demo import SKILLS_A, SKILLS_B, across, demo_params, row, story, story_lines
+from tests.flows.conftest import ROOT
+
+
+def check(k: int, gains: dict[str, list[float]], drift: bool = False) -> dict:
+    """A drift-monitor record whose per-(task, seed) gains are ``gains`` (seeds of check k)."""
+    from amc.monitor.drift import gain_by_task
+
+    champ = {(t, 10 * k + i): 1.0 + g for t, gs in gains.items() for i, g in enumerate(gs)}
+    bon = {key: 1.0 for key in champ}
+    gi = paired_difference(champ, bon).to_dict()
+    return {"check": k, "version": "1", "drift": drift, "reasons": [], "seeds": [10 * k],
+            "baseline": {"gain": 0.2}, "now": {"gain": gi["mean"], "gain_interval": gi,
+                                               "gain_by_task": gain_by_task(champ, bon),
+                                               "success": 0.5}}
+
+
+@pytest.mark.parametrize("scale", ["measure", "toy"])
+def test_demo_params_are_valid_and_start_on_prior_a(tmp_path: Path, scale: str) -> None:
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(demo_params(scale)))
+    p = load_params(path)
+    assert p.prior.options == {"q": 0.5, "skills": SKILLS_A}
+    assert p.promote.metric == "success" and p.promote.max_mde is not None
+    assert demo_params(scale)["smc"] == demo_params("measure")["smc"]  # sizes differ only
+    assert SKILLS_A.keys() == SKILLS_B.keys() and SKILLS_A != SKILLS_B
+    with pytest.raises(ValueError):
+        demo_params("huge")
+
+
+def test_fall_and_recovery_are_paired_by_task_across_checks() -> None:
+    a = row("A", "A", {}, check(0, {"t1": [0.5, 0.5], "t2": [0.0, 1.0], "t3": [0.0, 0.0]}))
+    b = row("B", "B", {}, check(1, {"t1": [0.0, 0.0], "t2": [0.0, 0.0], "t4": [1.0]}))
+    c = row("C", "C", {}, check(2, {"t1": [1.0, 0.0], "t2": [0.5, 0.5], "t3": [1.0]}))
+    fall = across(a, b)
+    assert fall is not None and fall["tasks"] == 2  # t3, t4: in one check only
+    assert fall["mean"] == pytest.approx(-0.5)  # t1: 0 - 0.5, t2: 0 - 0.5 (later - earlier)
+    out = story([a, b, c], [{"round": 0}, {"round": 1, "delta": 0.5}])
+    assert out["fall"] == fall and out["gate"] == {"round": 1, "delta": 0.5}
+    assert out["recovery"] is not None and out["recovery"]["mean"] == pytest.approx(0.5)
+    lines = story_lines({**out, "checks": [a, b, c], "decisions": []})
+    assert any(x.startswith("- fall: -0.500") for x in lines)
+    no_retrain = story([a, b], [{"round": 0}])
+    assert no_retrain["recovery"] is None and no_retrain["gate"] is None
+
+
+def test_a_drifted_champion_is_not_replaced_on_a_tie() -> None:
+    """24 tasks, every difference 0: the drifted-champion test (non-inferiority at
+    -drift_margin) passes a tie; with the demo's max_mde there is no mde, so no test."""
+    p = demo_params("measure")["promote"]
+    t = gate_test([0.0] * 24, min_effect=-0.05, level=0.025)
+    assert t.passes  # what replaced the demo's champion before
+    assert "no mde" in str(untested_reason(t, max_mde=p["max_mde"]))
+    assert untested_reason(gate_test([0.2, 0.0, 0.1, 0.3] * 6, min_effect=-0.05, level=0.025),
+                           max_mde=p["max_mde"]) is None  # a real difference is tested
+
+
+def test_the_docs_drift_section_is_generated_from_the_committed_runs() -> None:
+    """docs/pipeline.md's block is what ``scripts/drift_demo_doc.py`` makes of the committed
+    JSON (so every measured number in it is), and its prose names the demo's skill maps."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("drift_demo_doc",
+                                                  ROOT / "scripts/drift_demo_doc.py")
+    assert spec is not None and spec.loader is not None
+    doc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(doc)
+    text = doc.DOC.read_text()
+    assert doc.section() in text
+    for s in (SKILLS_A, SKILLS_B):
+        assert f"(`get` {s['get']:g}, `craft` {s['craft']:g})" in text
