@@ -10,6 +10,7 @@
 #   scripts/llm_regime.sh keep        # a running evaluation's finished results, kept now
 #   scripts/llm_regime.sh rounds [K]  # rounds 0..K-1 (default 4) of the Prefect retraining
 #                                     # flow + each challenger on the declared 60-task set
+#   scripts/llm_regime.sh rounds-keep # a running `rounds`' finished results, kept now
 # The budget is chosen on the calibration (train tasks) before any test task runs: collect
 # with smc.max_steps = B, pick b <= B, set smc.max_steps = b in the params file, rerun collect
 # (the shorter rollouts are the longer ones' first b steps: replayed from the response cache).
@@ -59,6 +60,10 @@ rounds_keep() {  # the ledgers, every round's rollouts and the frozen set's file
     [ -e "$d/manifest.json" ] && cp "$d/manifest.json" "$KR/trajectories/$(basename "$d")/"
   done
   local F; F=$(pget "$RP" p.promote.frozen_set); [ -e "$F" ] && cp "$F" "$KR/frozen/" || true
+  # the gate's evaluation so far (a sitting may end inside it): restored next time, where the
+  # stage drops any file whose configuration hash (challenger, champion URIs) is not the plan's
+  local G; G=$(pget "$RP" p.evaluate.out_dir); [ -d "$G" ] && keep "$G" "$KR/gate-eval"
+  true
 }
 rounds_restore() {  # KR back into runs/ (what a fresh sitting lacks)
   local L C F; L=$(pget "$RP" p.rounds.ledger_dir); C=$(pget "$RP" p.collect.out_dir)
@@ -70,6 +75,7 @@ rounds_restore() {  # KR back into runs/ (what a fresh sitting lacks)
     [ -e "$d/manifest.json" ] && [ ! -e "$C/$(basename "$d")/manifest.json" ] && cp "$d/manifest.json" "$C/$(basename "$d")/"
   done
   [ -e "$KR/frozen/$(basename "$F")" ] && [ ! -e "$F" ] && cp "$KR/frozen/$(basename "$F")" "$F"
+  [ -d "$KR/gate-eval" ] && unkeep "$KR/gate-eval" "$(pget "$RP" p.evaluate.out_dir)"
   true
 }
 round_eval() {  # round_eval R [N_GRID]: round R's challenger on the declared set (resumable)
@@ -149,9 +155,18 @@ case "${1:-}" in
     # the evaluation appends): commit them as they land.
     keep "$(eval_dir)" "${KEEP:-evidence/llm-regime/eval}" ;;
   rounds) shift; rounds_main "${1:-4}" ;;
+  rounds-keep)  # a running `rounds`' finished results, kept now (safe while it appends): the
+    # ledgers, rollouts, the gate's evaluation and each round's declared-set evaluation so far
+    rounds_keep
+    D=$(dirname "$(pget "$RP" p.rounds.ledger_dir)")/declared
+    for RX in "$D"/round-*.yaml; do
+      [ -e "$RX" ] || continue
+      keep "$(pget "$RX" p.evaluate.out_dir)" "$KR/$(basename "$RX" .yaml)/eval"
+    done ;;
   report)
     amc report -p "$P"
     cp "$R/report/summary.json" "$A/summary.json"
     cp "$R"/plots/*.png "$A/" ;;
-  *) echo "usage: $0 collect|calibrate|value|evaluate|keep|rounds [K]|report" >&2; exit 2 ;;
+  *) echo "usage: $0 collect|calibrate|value|evaluate|keep|rounds [K]|rounds-keep|report" >&2
+     exit 2 ;;
 esac
