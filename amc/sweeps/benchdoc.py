@@ -48,8 +48,11 @@ def setting(cell: dict[str, Any]) -> str:
     """A cell's setting in words (fixed-budget benchmarks: the budget, not plan + slack)."""
     if bench_of({"cell": cell}) == "textcraft":
         return describe(cell)
+    buy = (" (rollouts end with the forced buy)" if cell["value"] == "rollout"
+           and bench_of({"cell": cell}) == "webshop" and recorded_cell(cell).rollout_final
+           else "")
     return (f"q = {cell['q']:g}, β = {cell['beta']:g}, every {cell['every']}, N = {cell['n']}, "
-            f"budget {cell['budget']}, value = {VALUE_LABEL[cell['value']]}")
+            f"budget {cell['budget']}, value = {VALUE_LABEL[cell['value']]}{buy}")
 
 
 def twin_on_test(runs: list[dict[str, Any]], rec: dict[str, Any], **change: Any
@@ -57,8 +60,10 @@ def twin_on_test(runs: list[dict[str, Any]], rec: dict[str, Any], **change: Any
     """The test record of a fixed-budget benchmark's validation record (keys in ``change``
     replaced), or None when it has not run."""
     want = {**{k: rec["cell"][k] for k in ("q", "n", "beta", "value")}, **change}
+    final = recorded_cell(rec["cell"]).rollout_final  # WebShop: with or without the buy
     return next((r for r in grid.of_bench(runs, bench_of(rec), "test")
-                 if all(r["cell"][k] == v for k, v in want.items())), None)
+                 if all(r["cell"][k] == v for k, v in want.items())
+                 and recorded_cell(r["cell"]).rollout_final == final), None)
 
 
 def _row(bench: str, value: str, regime: str, test: dict[str, Any] | None,
@@ -92,8 +97,11 @@ def fixed_budget_rows(runs: list[dict[str, Any]], bench: str) -> list[str]:
         test = twin_on_test(runs, best)
         ceiling_val = best if value == "rollout" else grid.best_regime(runs, bench, "rollout")
         q, n = best["cell"]["q"], best["cell"]["n"]
-        c = (twin_on_test(runs, ceiling_val, q=q, n=n) if ceiling_val is not None
-             else grid.ceiling_record(runs, bench, q, n))  # a declared ceiling cell
+        # another value's ceiling: the declared ceiling cell once it has run (WebShop's with
+        # the forced buy), else the rollout value's chosen test twin at the same (q, N)
+        c = None if value == "rollout" else grid.ceiling_record(runs, bench, q, n)
+        if c is None and ceiling_val is not None:
+            c = twin_on_test(runs, ceiling_val, q=q, n=n)
         ceiling = compare(c) if c is not None else None
         loss = "–"
         if test is not None:

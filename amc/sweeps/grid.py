@@ -100,6 +100,8 @@ def cell(grid: BenchGrid, split: str, **kw: Any) -> dict[str, Any]:
 CEILINGS: dict[str, tuple[dict[str, Any], ...]] = {
     "sciworld": tuple(cell(GRIDS["sciworld"], "test", q=q, n=4, beta=0.1, value="rollout")
                       for q in GRIDS["sciworld"].q),
+    "webshop": tuple({**cell(GRIDS["webshop"], "test", q=0.3, n=n, beta=b, value="rollout"),
+                      "rollout_final": True} for n, b in ((4, 0.1), (8, 0.05))),
 }
 """Rollout-ceiling cells run on test without a validation choice of beta (declared before
 they ran). SciWorld: the test twins of the value-``none`` cells (every q, N = 4, the base's
@@ -109,7 +111,12 @@ beta, the none cells' beta (so the ceiling and the no-value cell differ in the v
 within WebShop's validated range. A validation run would cost as much as the test cell and
 choose among one beta. Sized from the measured cost of rollout-value pairs
 (``evidence/sciworld_rollout_cost.json``, :func:`amc.sweeps.benchdoc.cell_seconds`): both cells
-together fit in 90 minutes on one core at the measured figures (tests/sweeps/test_grid.py)."""
+together fit in 90 minutes on one core at the measured figures (tests/sweeps/test_grid.py).
+WebShop (declared 2026-12-03, before either ran): the learned value's ceiling with the forced
+buy (``rollout_final: true``, cells named ``-ff``), at the learned cells' skill q = 0.3, both N,
+each at the beta the rule chose for the rollout value at that (q, N) on validation (N = 4: 0.1,
+N = 8: 0.05; those validation cells ran without the buy); the summary reads it as the learned
+row's ceiling once it has run, in place of the rollout twin without the buy."""
 
 
 def candidates(bench: str) -> list[dict[str, Any]]:

@@ -215,3 +215,35 @@ def test_the_webshop_section_says_which_rollout_cells_stop_before_the_forced_buy
     assert "1 of the 2 rollout-value cells" in mixed and "1 ran with it" in mixed
     assert "Every one of the 1 rollout-value cells" in rollout_final_note([new])
     assert rollout_final_note([none]) == ""
+
+
+def test_the_learned_row_s_ceiling_is_the_declared_forced_buy_cell_once_it_ran():
+    """Before the ``-ff`` ceiling runs, the learned row reads the rollout twin without the buy;
+    after, the declared cell (not the twin), and the rollout row keeps its own twin."""
+    from amc.sweeps.grid import CEILINGS
+
+    old = {"rollout_final": False}  # the rollout cells as they ran
+    runs = [*(web(g, "validation", q=0.3, n=4, beta=b, value="rollout", **old)
+              for b, g in {0.05: 0.0, 0.1: 0.1, 0.25: 0.0, 0.5: 0.0}.items()),
+            *(web(0.05 if b == 0.1 else 0.0, "validation", q=0.3, n=4, beta=b,
+                  value="learned", value_model="models/value-webshop") for b in GRIDS[
+                      "webshop"].beta),
+            web(0.04, "test", q=0.3, n=4, beta=0.1, value="learned",
+                value_model="models/value-webshop"),
+            web(0.1, "test", seed=1, q=0.3, n=4, beta=0.1, value="rollout", **old)]
+
+    def ceiling(rs: list[dict], value: str) -> str:
+        (row,) = [ln for ln in summary_section(rs, None).splitlines()
+                  if ln.startswith("| webshop") and f"| {value} |" in ln]
+        return row.split(" | ")[7]
+
+    twin = compare(runs[-1]).d.mean
+    assert ceiling(runs, "learned V_θ").startswith(f"{twin:+.3f}")
+    (declared,) = [c for c in CEILINGS["webshop"] if c["n"] == 4]
+    ff = web(0.3, "test", seed=2, **{k: v for k, v in declared.items()
+                                     if k not in GRIDS["webshop"].base and k != "split"})
+    assert ff["cell"]["rollout_final"] is True
+    with_ff = [*runs, ff]
+    assert ceiling(with_ff, "learned V_θ").startswith(f"{compare(ff).d.mean:+.3f}")
+    assert ceiling(with_ff, "rollout upper bound").startswith(f"{twin:+.3f}")
+    assert "(rollouts end with the forced buy)" in webshop_section(with_ff)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from amc.sweeps.benchdoc import cell_seconds
+from amc.sweeps.cell import cell_name
 from amc.sweeps.config import CellParams
 from amc.sweeps.grid import (
     CEILINGS,
@@ -135,3 +136,19 @@ def test_the_learned_webshop_cells_read_the_webshop_value(tmp_path: Path,
     out = capsys.readouterr().out.splitlines()
     assert len(out) == len(candidates("webshop")) - 1 and overrides(learned[0]) not in out
     assert overrides(learned[1]) in out and "cell.value_model=models/value-webshop" in out[-1]
+
+
+def test_the_webshop_forced_buy_ceilings_are_new_cells_at_the_rollout_value_s_choice():
+    """Declared at the learned cells' q, each N, the beta the rule chose for the rollout value
+    there (from the committed validation records), with the buy: names of their own (-ff)."""
+    runs = [json.loads(p.read_text()) for p in (REPO / "evidence" / "runs").glob("*.json")]
+    chosen = {(r["cell"]["q"], r["cell"]["n"]): r["cell"]["beta"] for r in choose(runs, "webshop")
+              if r["cell"]["value"] == "rollout"}
+    cells = CEILINGS["webshop"]
+    assert {c["n"] for c in cells} == set(GRIDS["webshop"].n)
+    for c in cells:
+        p = CellParams.model_validate(c)
+        assert (p.split, p.value, p.rollout_final) == ("test", "rollout", True)
+        assert (p.q,) == GRIDS["webshop"].value_q["learned"]
+        assert p.beta == chosen[(p.q, p.n)]
+        assert cell_name(p).endswith("-ff")
