@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from amc.plots import pyplot, save_png
+from amc.sweeps.config import recorded_cell
 from amc.sweeps.select import VALUE_LABEL, VALUES, compare, factor_value, sharpen
 
 
@@ -59,32 +60,41 @@ def plot_sharpen(recs: list[dict[str, Any]], out: Path) -> Path:
     return _save(fig, ax, out)
 
 
+def _bench_value(cell: dict[str, Any]) -> str:
+    """A fixed-budget cell's value as the plot labels it (WebShop's rollouts: with the buy?)."""
+    if cell["value"] != "rollout":
+        return VALUE_LABEL.get(str(cell["value"]), str(cell["value"]))
+    return "rollout + buy" if recorded_cell(cell).rollout_final else "rollout"
+
+
 def plot_bench_beta(recs: list[dict[str, Any]], bench: str, out: Path) -> Path:
     """A fixed-budget benchmark's AMC - Best-of-N (oracle score, 95% interval) against beta:
-    one dashed line per validation (q, N) of the rollout value, each test cell a filled marker
-    of the same colour (the cells the choice rule sent to test)."""
+    one dashed line per validation (value, q, N), each test cell a filled marker of the same
+    colour (the cells the choice rule sent to test, and declared ceilings without validation).
+    Cells without a value (beta cannot act before the end) are left out."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3.8))
-    roll = [r for r in recs if r["cell"]["value"] == "rollout"]
-    betas = sorted({float(r["cell"]["beta"]) for r in roll})
-    groups = sorted({(r["cell"]["q"], r["cell"]["n"]) for r in roll})
-    for j, (q, n) in enumerate(groups):
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    cells = [r for r in recs if r["cell"]["value"] != "none"]
+    betas = sorted({float(r["cell"]["beta"]) for r in cells})
+    groups = sorted({(_bench_value(r["cell"]), r["cell"]["q"], r["cell"]["n"]) for r in cells})
+    for j, (value, q, n) in enumerate(groups):
         for split, ls, mk in (("validation", "--", "o"), ("test", "", "s")):
-            pts = sorted((betas.index(float(r["cell"]["beta"])), c) for r in roll
-                         if (r["cell"]["q"], r["cell"]["n"]) == (q, n)
-                         and r["cell"]["split"] == split and (c := compare(r)) is not None)
+            pts = sorted(((betas.index(float(r["cell"]["beta"])), c) for r in cells
+                          if (_bench_value(r["cell"]), r["cell"]["q"], r["cell"]["n"])
+                          == (value, q, n) and r["cell"]["split"] == split
+                          and (c := compare(r)) is not None), key=lambda t: t[0])
             if not pts:
                 continue
             x = [i + (j - len(groups) / 2) * 0.05 for i, _ in pts]
             err = [[p.d.mean - p.d.lo for _, p in pts], [p.d.hi - p.d.mean for _, p in pts]]
             ax.errorbar(x, [p.d.mean for _, p in pts], yerr=err, marker=mk, capsize=3, ls=ls,
-                        color=f"C{j}", label=f"{split}, q = {q:g}, N = {n}")
+                        color=f"C{j % 10}", label=f"{split}, {value}, q = {q:g}, N = {n}")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xticks(range(len(betas)), [f"{b:g}" for b in betas])
     ax.set_xlabel("β")
     ax.set_ylabel("AMC − Best-of-N (oracle score)")
-    ax.set_title(f"{bench}: rollout value, per (q, N)")
-    ax.legend(fontsize=7, ncol=2, loc="lower left")  # the low-beta corner below 0 is empty
+    ax.set_title(f"{bench}: per value and (q, N)")
+    ax.legend(fontsize=6, ncol=2, loc="lower left")  # the low-beta corner below 0 is empty
     return save_png(fig, out)
 
 

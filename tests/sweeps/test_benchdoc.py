@@ -217,7 +217,7 @@ def test_the_webshop_section_says_which_rollout_cells_stop_before_the_forced_buy
     assert rollout_final_note([none]) == ""
 
 
-def test_the_learned_row_s_ceiling_is_the_declared_forced_buy_cell_once_it_ran():
+def test_the_learned_row_s_ceiling_is_the_declared_forced_buy_cell_once_it_ran(tmp_path):
     """Before the ``-ff`` ceiling runs, the learned row reads the rollout twin without the buy;
     after, the declared cell (not the twin), and the rollout row keeps its own twin."""
     from amc.sweeps.grid import CEILINGS
@@ -247,3 +247,7 @@ def test_the_learned_row_s_ceiling_is_the_declared_forced_buy_cell_once_it_ran()
     assert ceiling(with_ff, "learned V_θ").startswith(f"{compare(ff).d.mean:+.3f}")
     assert ceiling(with_ff, "rollout upper bound").startswith(f"{twin:+.3f}")
     assert "(rollouts end with the forced buy)" in webshop_section(with_ff)
+    from amc.sweeps.benchdoc import bench_sections
+
+    bench_sections(with_ff, tmp_path, "ev")  # two test cells at one (q, N, beta) in one plot
+    assert (tmp_path / "webshop_gain_vs_beta.png").stat().st_size > 0
