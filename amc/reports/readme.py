@@ -106,12 +106,22 @@ def bench_sentences(evidence: str) -> str:
     raise ValueError("docs/evidence.md has no '**Other benchmarks:**' line: regenerate it")
 
 
+def value_goal_sentence(evidence: str) -> str:
+    """Issue 30's goal on its declared test cells: the ``**Value goal:**`` line of evidence.md."""
+    for line in evidence.splitlines():
+        if line.startswith("**Value goal:**"):
+            return line.removeprefix("**Value goal:**").strip()
+    raise ValueError("docs/evidence.md has no '**Value goal:**' line: regenerate it")
+
+
 def block(root: Path) -> str:
     """The paragraph between the markers, from the committed generated sources under ``root``."""
     evidence = (root / EVIDENCE).read_text()
     summary = json.loads((root / LLM_SUMMARY).read_text())
     return (f"Measured so far, generated from the committed results. A simulation prior "
             f"(TextCraft, [docs/evidence.md](docs/evidence.md)): {sweep_sentence(evidence)} "
+            f"With the side channels closed and the value chosen by the declared protocol: "
+            f"{value_goal_sentence(evidence)} "
             f"The same instrument on the other benchmarks: {bench_sentences(evidence)}\n\n"
             f"{llm_sentence(summary)}\n\n"
             + grpo_sentence(*(json.loads((root / GRPO / f).read_text()) for f in (

@@ -38,6 +38,7 @@ from amc.sweeps.report import (
     value_section,
 )
 from amc.sweeps.report_closed import closed_section, split_closed
+from amc.sweeps.report_goal import value_goal_section
 from amc.sweeps.report_methods import methods_section
 
 FACTORS = ("q", "beta", "schedule", "n", "slack")
@@ -101,6 +102,7 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
     parts.append(cannot_win(runs))
     parts.append(closed_section(after, values or {}))
     parts.append(methods_section(protocol, after, values or {}))
+    parts.append(value_goal_section(protocol, after, values or {}))
     parts.append(superseded_section(old, values or {}))
     parts.append(quality_section(quality, plots, link))
     parts += bench_sections(others, plots, link, values)

@@ -84,6 +84,15 @@ def candidate_cells(protocol: Protocol, runs: list[dict[str, Any]],
             for c in protocol.candidates}
 
 
+def final_choice(protocol: Protocol, runs: list[dict[str, Any]],
+                 values: dict[str, dict[str, Any]]) -> Candidate | None:
+    """The declared rule's choice once every candidate has exactly one validation cell."""
+    cells = candidate_cells(protocol, runs, values)
+    if any(len(v) != 1 for v in cells.values()):
+        return None
+    return choose(protocol, {k: v[0] for k, v in cells.items()})
+
+
 def _setting(cand: Candidate) -> Setting:
     return tuple(sorted((k, _norm(v)) for k, v in cand.cell.items()))
 

@@ -55,6 +55,9 @@ def test_missing_markers_or_sources_are_refused() -> None:
         readme.sweep_sentence("# evidence\nno headline")
     with pytest.raises(ValueError, match="Other benchmarks"):
         readme.bench_sentences("# evidence\n**In short:** x")
+    with pytest.raises(ValueError, match="Value goal"):
+        readme.value_goal_sentence("# evidence\n**In short:** x")
+    assert readme.value_goal_sentence("a\n**Value goal:** met.\nb") == "met."
     with pytest.raises(ValueError, match="no AMC row"):
         readme.llm_sentence({**_summary(0, 1, 1), "paired": {}})
 
