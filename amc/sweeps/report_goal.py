@@ -14,26 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from amc.sweeps.config import LEGACY_CELL, CellParams, ValueParams
+from amc.sweeps.config import CellParams, ValueParams
 from amc.sweeps.protocol import Candidate, Protocol
 from amc.sweeps.report import fmt_diff
-from amc.sweeps.report_methods import BASE_KEYS, _norm, _value_params, final_choice
+from amc.sweeps.report_methods import _cell_ok, _norm, _value_params, final_choice
 from amc.sweeps.select import compare
 from amc.sweeps.signflip import SignFlip, paired_sign_flip
 
 GOAL = {"share": 0.75, "base_abs": 0.15, "other_abs": 0.10, "p": 0.05}
 """Issue 30's goal: share of the ceiling and absolute gain at the base point, absolute gain
 elsewhere, and the exact p a gain must reach (besides an interval above 0)."""
-
-
-def _is_test_cell(rec: dict[str, Any], cell: dict[str, Any], kind: str, protocol: Protocol
-                  ) -> bool:
-    c, base = rec["cell"], CellParams().model_dump()
-    return (c.get("split") == "test" and c.get("value") == kind
-            and all(_norm(c.get(k, LEGACY_CELL.get(k, base[k]))) == _norm(cell.get(k, base[k]))
-                    for k in BASE_KEYS)
-            and c.get("val_tasks") == protocol.validation.tasks
-            and c.get("val_seed") == protocol.validation.sample_seed)
 
 
 def test_records(protocol: Protocol, chosen: Candidate, runs: list[dict[str, Any]],
@@ -52,9 +42,9 @@ def test_records(protocol: Protocol, chosen: Candidate, runs: list[dict[str, Any
     for t in protocol.test:
         cell = {**chosen.cell, **t}
         roll = {k: v for k, v in cell.items() if k != "sharpen"}
-        out.append((cell, [r for r in runs if _is_test_cell(r, cell, "learned", protocol)
+        out.append((cell, [r for r in runs if _cell_ok(r, cell, protocol, "learned", "test")
                            and mine(r)],
-                    [r for r in runs if _is_test_cell(r, roll, "rollout", protocol)]))
+                    [r for r in runs if _cell_ok(r, roll, protocol, "rollout", "test")]))
     return out
 
 

@@ -54,11 +54,12 @@ def _value_params(rec: dict[str, Any], values: dict[str, dict[str, Any]]) -> dic
     return values.get(str(rec.get("value_model_hash")), {}).get("params") or {}
 
 
-def _cell_ok(rec: dict[str, Any], cell: dict[str, Any], protocol: Protocol, kind: str) -> bool:
+def _cell_ok(rec: dict[str, Any], cell: dict[str, Any], protocol: Protocol, kind: str,
+             split: str = "validation") -> bool:
     c, v = rec["cell"], protocol.validation
     base = CellParams().model_dump()
     want = {k: _norm(cell.get(k, base[k])) for k in BASE_KEYS}
-    return (c.get("split") == "validation" and c.get("value") == kind
+    return (c.get("split") == split and c.get("value") == kind
             and all(_norm(c.get(k, LEGACY_CELL.get(k, base[k]))) == w for k, w in want.items())
             and c.get("val_tasks") == v.tasks and c.get("val_seed") == v.sample_seed
             and len(c.get("seeds") or ()) == v.seeds)
