@@ -42,7 +42,8 @@ def model_scores(p: PipelineParams, uri: str, histories: list[History]) -> list[
 
     async def score() -> list[float]:
         env_opts = ENVIRONMENTS.validate(p.env.name, p.env.options)
-        v = VALUES.build(p.evaluate.learned_value, {"model": uri}, beta=p.smc.beta,
+        cfg = p.model_value(uri)
+        v = VALUES.build(cfg.name, cfg.options, beta=p.smc.beta,
                          prior=None, env_name=p.env.name, env_options=env_opts)
         try:
             return [float(x) for x in await v.score(histories)]

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from amc.config import RunConfig, ValueConfig
+from amc.config import RunConfig
 from amc.pipeline.artifacts import (
     PLAN,
     RECORD,
@@ -135,7 +135,7 @@ def run_config(p: PipelineParams, pl: dict[str, Any], specs: Sequence[str] | Non
                seeds: Sequence[int] | None = None) -> RunConfig:
     """Runner configuration of (a subset of) the plan."""
     e = p.evaluate
-    values = {role: ValueConfig(name=e.learned_value, options={"model": m["uri"]})
+    values = {role: p.model_value(m["uri"])
               for role in ("challenger", "champion") if (m := pl["models"].get(role))}
     return RunConfig(
         env=p.env, prior=p.prior, smc=p.smc, value=e.zero_shot_value, values=values,

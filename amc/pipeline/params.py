@@ -265,6 +265,13 @@ class PipelineParams(Frozen):
     mlflow_uri: str | None = None
     """MLflow tracking URI (None: $MLFLOW_TRACKING_URI or sqlite:///mlruns/mlflow.db)."""
 
+    def model_value(self, uri: str) -> ValueConfig:
+        """The ``evaluate.learned_value`` of model ``uri``, whose ``models:/`` URIs resolve in
+        this pipeline's store (``mlflow_uri``), the one the train stage registered them in --
+        not whatever ``$MLFLOW_TRACKING_URI`` says."""
+        extra = {"tracking_uri": self.mlflow_uri} if self.mlflow_uri else {}
+        return ValueConfig(name=self.evaluate.learned_value, options={"model": uri, **extra})
+
     @model_validator(mode="after")
     def _default_promote_metric(self) -> PipelineParams:
         """``promote.metric: null`` -> the deployable metric when there is a selection value."""

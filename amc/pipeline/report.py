@@ -190,24 +190,13 @@ async def _score(p: PipelineParams, value: ValueConfig, hs: list[History]) -> li
         await v.aclose()
 
 
-def _use_store(p: PipelineParams) -> None:
-    """Point MLflow (and so the value's ``models:/`` loader) at the params' store."""
-    import mlflow
-
-    from amc.tracking import tracking_uri
-
-    mlflow.set_tracking_uri(tracking_uri(p.mlflow_uri))
-
-
 def calibration(p: PipelineParams, ev: dict[str, Any], results: dict[str, list[TaskResult]],
                 out: Path) -> dict[str, Any]:
     """Reliability curve of the challenger (else the zero-shot value) on prior rollouts."""
     plt = _figure()
     chal = (ev.get("models") or {}).get("challenger")
-    if chal:  # models:/ URIs resolve in the store the plan resolved them in, not the default
-        _use_store(p)
-    value = (ValueConfig(name=p.evaluate.learned_value, options={"model": chal["uri"]}) if chal
-             else p.evaluate.zero_shot_value)
+    # models:/ URIs resolve in the params' store, the one the plan resolved them in
+    value = p.model_value(chal["uri"]) if chal else p.evaluate.zero_shot_value
     bons = sorted((m["n"], s) for s, m in ev["methods"].items() if m["role"] in ("bon", "react"))
     pairs = calibration_states(results, bons[-1][1], p.report.calibration_states, 0) if bons \
         else []

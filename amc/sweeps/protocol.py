@@ -164,12 +164,23 @@ def _flags(prefix: str, overrides: dict[str, Any]) -> list[str]:
     return [f"-S '{prefix}.{k}={text(v)}'" for k, v in sorted(overrides.items())]
 
 
+def value_overrides(protocol: Protocol, cand: Candidate) -> dict[str, Any]:
+    """Every value key some candidate overrides, at ``cand``'s value or else the code default
+    (:class:`~amc.sweeps.config.ValueParams`): a candidate is defined against the code's
+    defaults, so its commands do not change when ``sweeps/params.yaml`` takes the winner."""
+    from amc.sweeps.config import ValueParams
+
+    base = ValueParams().model_dump(mode="json")
+    keys = sorted({k for c in protocol.candidates for k in c.value})
+    return {k: cand.value.get(k, base[k]) for k in keys}
+
+
 def commands(protocol: Protocol, stage: str, chosen: str | None = None) -> list[str]:
     """``dvc exp run --queue`` lines (run in ``sweeps/``): every candidate's validation cell,
     or the chosen candidate's test cells with the rollout ceiling at the same settings."""
     q = "dvc exp run --queue"
     if stage == "validation":
-        return [" ".join([q, *_flags("value", c.value), *_flags(
+        return [" ".join([q, *_flags("value", value_overrides(protocol, c)), *_flags(
             "cell", {**c.cell, "value": "learned", "split": "validation"})])
             for c in protocol.candidates]
     pick = next((c for c in protocol.candidates if c.name == chosen), None)
@@ -178,7 +189,7 @@ def commands(protocol: Protocol, stage: str, chosen: str | None = None) -> list[
     out = []
     for t in protocol.test:
         cell = {**pick.cell, **t, "split": "test"}
-        out.append(" ".join([q, *_flags("value", pick.value),
+        out.append(" ".join([q, *_flags("value", value_overrides(protocol, pick)),
                              *_flags("cell", {**cell, "value": "learned"})]))
         ceiling = {k: v for k, v in cell.items() if k != "sharpen"}
         out.append(" ".join([q, "cell", *_flags("cell", {**ceiling, "value": "rollout"})]))

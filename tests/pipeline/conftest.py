@@ -43,6 +43,8 @@ class QualityOptions(Frozen):
 
     model: str
     """models:/ URI of a version whose files hold quality.json."""
+    tracking_uri: str | None = None
+    """The store of ``model`` (None: $MLFLOW_TRACKING_URI), as the learned value's option."""
 
 
 class QualityValue:
@@ -67,7 +69,9 @@ def make_quality_value(options: QualityOptions, *, env_options: object = None,
     import mlflow
 
     from amc.envs.synthetic import make_exact_value
+    from amc.tracking import tracking_uri
 
+    mlflow.set_tracking_uri(tracking_uri(options.tracking_uri))  # LearnedValue's contract
     local = Path(mlflow.artifacts.download_artifacts(artifact_uri=options.model))
     spec = json.loads((local / "quality.json").read_text())
     return QualityValue(make_exact_value(env_options=env_options, beta=beta),

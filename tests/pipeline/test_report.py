@@ -35,8 +35,10 @@ def test_paired_differences_match_runs_by_task_and_seed():
 
 
 def test_report_loads_the_challenger_from_the_params_store_not_the_default(workdir, monkeypatch):
-    """A params file with its own MLflow store (configs/llm-regime): a fresh `amc report`
-    process must calibrate the challenger from that store, where the plan resolved it."""
+    """A params file with its own MLflow store (configs/llm-regime), run where
+    $MLFLOW_TRACKING_URI names another store (which lacks the version): evaluate scores with
+    the challenger and `amc report` calibrates it from the params' store, where the train stage
+    registered it and the plan resolved it."""
     import shutil
     from pathlib import Path
 
@@ -56,10 +58,11 @@ def test_report_loads_the_challenger_from_the_params_store_not_the_default(workd
     mlflow.set_tracking_uri(f"sqlite:///{own}")
     register_version(workdir, 1.0)
     p = load_params("params.yaml")
-    assert evaluate.run(p)["status"] == "complete"
-    default = f"sqlite:///{workdir}/mlruns/mlflow.db"  # a new process: the default store
+    default = f"sqlite:///{workdir}/mlruns/mlflow.db"  # copied before the version: lacks it
     monkeypatch.setenv("MLFLOW_TRACKING_URI", default)
     mlflow.set_tracking_uri(default)
+    assert evaluate.run(p)["status"] == "complete"
+    mlflow.set_tracking_uri(default)  # a new process
     s = report.run(p)
     assert s["calibration"]["value"] == "registry-quality"
     assert s["calibration"]["states"] > 0 and s["calibration"]["pearson"] > 0.2

@@ -99,6 +99,9 @@ def test_commands_queue_each_validation_candidate_and_the_chosen_tests_with_thei
     assert len(val) == len(p.candidates)
     assert all("-S 'cell.split=validation'" in c and "-S 'cell.value=learned'" in c for c in val)
     assert "-S 'value.loss=bce'" in val[3] and "-S 'value.calibration=platt'" in val[5]
+    # the base candidate spells out the code defaults: params.yaml now holds the winner
+    assert "-S 'value.loss=mse'" in val[0] and "-S 'value.calibration=none'" in val[0]
+    assert "-S 'value.state_rollouts=0'" in val[0] and "-S 'value.smc_states=false'" in val[0]
     test = commands(p, "test", "regression-x8-b0.05")
     assert len(test) == 2 * len(p.test)
     learned, ceiling = test[0], test[1]
