@@ -29,6 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -131,41 +134,64 @@ def dataset_options(vp: ValueParams, env: str = "textcraft") -> DatasetOptions:
     return DatasetOptions(render=render, val_fraction=0.15, test_fraction=0.15, seed=vp.seed)
 
 
-def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = False
-        ) -> dict[str, Any]:
-    """Collect, build, curve, final model; returns (and writes) the quality record."""
+@contextmanager
+def phase(clock: dict[str, dict[str, float]] | None, name: str) -> Iterator[None]:
+    """Record the wall and CPU seconds (this process, all its threads) of a block in
+    ``clock[name]`` (nothing when ``clock`` is None)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    yield
+    if clock is not None:
+        clock[name] = {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu}
+
+
+def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = False,
+        clock: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+    """Collect, build, curve, final model; returns (and writes) the quality record.
+
+    ``clock`` (optional) receives each phase's wall and CPU seconds (:func:`phase`):
+    ``benchmarks/bench_value_stage.py`` times the stage with it."""
+    from amc.sweeps.value_targets import apply_targets, held_out_tasks, smc_histories
     from amc.value.scale import quality_vs_size
     from amc.value.train import train
 
     work = Path(vp.work_dir)
     ds = work / "dataset"
-    from amc.sweeps.value_targets import apply_targets, held_out_tasks, smc_histories
 
     if cell.benchmark != "textcraft" and (vp.smc_states or vp.state_rollouts
                                           or vp.targets != "return"):
         raise ValueError("the value options smc_states, state_rollouts and td targets are "
                          "TextCraft's; a " + cell.benchmark + " value trains on returns")
     opts = dataset_options(vp, cell.benchmark)
-    tagged = asyncio.run(rollouts(vp, cell))
+    with phase(clock, "rollouts"):
+        tagged = asyncio.run(rollouts(vp, cell))
     smc: set[int] = set()
     if vp.smc_states:  # AMC's visited states of the train/validation tasks only
         held = held_out_tasks(tagged, opts)
-        extra = [(q, h) for q in vp.q_grid for h in asyncio.run(smc_histories(vp, cell, q))
-                 if h.task_id not in held]
+        with phase(clock, "smc_states"):
+            extra = [(q, h) for q in vp.q_grid for h in asyncio.run(smc_histories(vp, cell, q))
+                     if h.task_id not in held]
         smc = set(range(len(tagged), len(tagged) + len(extra)))
         tagged += extra
-    card = build_dataset([h for _, h in tagged], ds, opts)
+    with phase(clock, "dataset"):
+        card = build_dataset([h for _, h in tagged], ds, opts)
     cfg = train_config(vp, work / "feature-cache", track, cell.benchmark)
-    targets = apply_targets(ds, tagged, smc, vp, cell, cfg, work, held_out_tasks(tagged, opts))
-    curve = quality_vs_size(ds, list(vp.sizes), cfg, work / "quality", progress=progress)
-    final = train(ds, cfg, vp.out_dir)
+    with phase(clock, "targets"):
+        targets = apply_targets(ds, tagged, smc, vp, cell, cfg, work,
+                                held_out_tasks(tagged, opts))
+    with phase(clock, "curve"):  # embeds every distinct state once (the shared cache)
+        curve = quality_vs_size(ds, list(vp.sizes), cfg, work / "quality", progress=progress)
+    with phase(clock, "final"):
+        final = train(ds, cfg, vp.out_dir)
     if cell.benchmark != "textcraft":  # which cells may use it (TextCraft's outputs unchanged)
         (Path(vp.out_dir) / SPLIT_FILE).write_text(json.dumps(split_record(cell)) + "\n")
-    calibration = fit_calibration(vp, load_dataset_dir(ds)[0]["validation"])
+    with phase(clock, "calibration"):
+        calibration = fit_calibration(vp, load_dataset_dir(ds)[0]["validation"])
     held = load_dataset_dir(ds)[0][curve["held_out"]]
     ceiling_p: dict[Any, float] = {}
-    upper = asyncio.run(ceiling(tagged, set(held["task_id"]), vp, cell, ceiling_p))
-    offline = offline_record(vp, cell, tagged, held, ceiling_p)
+    with phase(clock, "ceiling"):
+        upper = asyncio.run(ceiling(tagged, set(held["task_id"]), vp, cell, ceiling_p))
+    with phase(clock, "offline"):
+        offline = offline_record(vp, cell, tagged, held, ceiling_p)
     record = {"params": vp.model_dump(mode="json"),
               "data": {"q_grid": list(vp.q_grid), "rollouts": vp.rollouts, "slack": vp.slack,
                        "menu_form": vp.menu_form, "fixed_budget": vp.fixed_budget,

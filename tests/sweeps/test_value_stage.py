@@ -55,7 +55,13 @@ def test_value_stage_with_averaged_td_targets_and_smc_states(tmp_path: Path):
                      max_length=64, work_dir=str(tmp_path / "work"), out_dir=str(tmp_path / "m"),
                      quality_file=str(tmp_path / "q.json"), state_rollouts=2, targets="td",
                      td_lambda=0.5, smc_states=True, smc_n=2)
-    rec = run(vp, CellParams(rollouts=2), track=False)
+    clock: dict[str, dict[str, float]] = {}
+    rec = run(vp, CellParams(rollouts=2), track=False, clock=clock)
+    # every phase timed once (benchmarks/bench_value_stage.py reads them), smc_states included
+    assert set(clock) == {"rollouts", "smc_states", "dataset", "targets", "curve", "final",
+                          "calibration", "ceiling", "offline"}
+    assert all(v["wall_s"] >= 0 and v["cpu_s"] >= 0 for v in clock.values())
+    assert clock["curve"]["cpu_s"] > 0  # the head trains inside it
     t = rec["targets"]
     assert t["smc_trajectories"] > 0 and t["retargeted_rows"] > 0 and t["td_rows"] > 0
     dsd, _, card = load_dataset_dir(tmp_path / "work/dataset")
