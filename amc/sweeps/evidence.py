@@ -31,15 +31,13 @@ from amc.sweeps.report import (
     headline,
     intro,
     learned_cells,
-    quality_section,
     sharpen_section,
-    split_superseded,
-    superseded_section,
     value_section,
 )
 from amc.sweeps.report_closed import closed_section, split_closed
 from amc.sweeps.report_goal import value_goal_section
 from amc.sweeps.report_methods import methods_section
+from amc.sweeps.report_values import quality_section, split_superseded, superseded_section
 
 FACTORS = ("q", "beta", "schedule", "n", "slack")
 PROTOCOL = Path("sweeps/protocol-issue30.yaml")
@@ -78,6 +76,12 @@ OTHERS = "**Other benchmarks:**"
 """Prefix of the line the README's measured paragraph reads (:mod:`amc.reports.readme`)."""
 
 
+OPEN_CHANNEL_VALUE = "cf06d7587c7655ec"
+"""The learned value of the sweep before issue 30 closed the side channels (its last value):
+that finished sweep's sections read this value's quality (``values/<id>.json``), whatever value
+the value stage holds now (since issue 30 the protocol's winner, shown in the quality section)."""
+
+
 def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
            plots: Path | None, link: str,
            values: dict[str, dict[str, Any]] | None = None,
@@ -87,7 +91,8 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
     a declared ``protocol``, its candidates' section (:mod:`amc.sweeps.report_methods`)."""
     others = [r for r in runs if bench_of(r) != "textcraft"]
     runs, after = split_closed([r for r in runs if bench_of(r) == "textcraft"])
-    runs, old = split_superseded(runs, quality)
+    before = (values or {}).get(OPEN_CHANNEL_VALUE) or quality  # the open-channel sweep's
+    runs, old = split_superseded(runs, before)
     parts = [intro(runs), summary_section(runs + others, cost)]
     best = best_regime(runs)
     parts.append(headline(runs, best))
@@ -95,7 +100,7 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
                                          for b in ("webshop", "sciworld")) + "\n")
     parts.append(goal_section(runs, best))
     parts.append(learned_cells(runs))
-    parts.append(value_section(runs, quality))
+    parts.append(value_section(runs, before))
     parts.append(sharpen_section(runs, plots, link))
     for f in FACTORS:
         parts.append(factor_section(runs, f, plots, link))

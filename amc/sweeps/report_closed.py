@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from amc.sweeps.report import describe, fmt_diff
+from amc.sweeps.report_values import describe_value
 from amc.sweeps.select import compare, deployable
 
 FIGS = (("auc_within", "AUC within (task, step)"), ("log_loss", "log-loss"),
@@ -30,16 +31,7 @@ def variant(rec: dict[str, Any], values: dict[str, dict[str, Any]]) -> str:
     vp = values.get(str(rec.get("value_model_hash")), {}).get("params")
     if rec["cell"]["value"] != "learned" or not vp:
         return ""
-    parts = ["Bernoulli head" if vp.get("loss") == "bce" else "regression head"]
-    if vp.get("calibration", "none") != "none":
-        parts.append(f"{vp['calibration']} calibration")
-    if vp.get("state_rollouts"):
-        parts.append(f"{vp['state_rollouts']} more rollouts per state")
-    if vp.get("targets") == "td":
-        parts.append(f"TD(λ = {vp.get('td_lambda'):g}) targets")
-    if vp.get("smc_states"):
-        parts.append("plus AMC-visited states")
-    return "; ".join(parts)
+    return describe_value(vp)
 
 
 def _figures(rec: dict[str, Any], values: dict[str, dict[str, Any]]) -> str:

@@ -102,6 +102,26 @@ def test_cells_of_an_earlier_value_are_kept_apart_from_the_current_values():
     assert "Superseded" not in render([old, new], {**quality, "model_hash": None}, None, "e")
 
 
+def test_the_open_channel_sweep_keeps_its_own_value_when_the_stage_takes_another():
+    """After the value stage moved to the protocol's winner, the finished open-channel sweep's
+    cells still count as that sweep's (not superseded), and the quality section names the
+    stage's current variant."""
+    from amc.sweeps.evidence import OPEN_CHANNEL_VALUE
+
+    cell = {**record(0.4, value="learned", beta=0.5, seed=6), "value_model_hash":
+            OPEN_CHANNEL_VALUE}
+    base = {"final": {"test_pearson": 0.4, "test_auc": 0.8}, "curve": [], "held_out": "test",
+            "data": {"q_grid": [0.4], "rollouts": 1, "slack": 1}}
+    winner = {**base, "model_hash": "w1", "params": {"loss": "bce", "calibration": "isotonic",
+                                                      "state_rollouts": 4}}
+    values = {OPEN_CHANNEL_VALUE: {**base, "model_hash": OPEN_CHANNEL_VALUE}}
+    text = render([cell], winner, None, "e", values)
+    assert "Superseded" not in text and "β = 0.5" in text.split("## Goal", 1)[1]
+    assert ("current value (`sweeps/params.yaml`): Bernoulli head; isotonic calibration; "
+            "4 more rollouts per state.") in text
+    assert "Superseded" in render([cell], winner, None, "e", {})  # unpinned: set apart
+
+
 def test_quality_section_shows_the_ceiling_and_within_task_auc_beside_the_curve():
     row = {"train_states": 100, "train_tasks": 9, "pearson": 0.3, "auc": 0.8,
            "auc_within": 0.61, "ece": 0.05, "brier": 0.1,
