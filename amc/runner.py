@@ -329,14 +329,28 @@ async def run_methods(cfg: RunConfig, *, progress: bool = True,
     return outcome
 
 
+LOCATION_OPTIONS = ("tracking_uri",)
+"""Value options that say where a model is found, not which model it is (``models:/name/v``
+names the version): left out of the results hash, so naming the store explicitly (the
+pipeline's ``mlflow_uri``) keeps the results that were written with it in the environment."""
+
+
+def _value_dump(v: ValueConfig) -> dict[str, Any]:
+    d = v.model_dump(mode="json")
+    d["options"] = {k: x for k, x in d["options"].items() if k not in LOCATION_OPTIONS}
+    return d
+
+
 def _method_run_config(cfg: RunConfig, m: MethodConfig) -> dict[str, Any]:
     """What determines a (method) results file's content: env, prior, method, and the
-    selection value when there is one (not seeds/paths)."""
+    selection value when there is one (not seeds/paths, nor a value model's store)."""
+    method = m.model_dump(mode="json")
+    method["value"] = _value_dump(m.value)
     out = {"env": cfg.env.model_dump(mode="json"), "prior": cfg.prior.model_dump(mode="json"),
-           "method": m.model_dump(mode="json")}
+           "method": method}
     sel = selection_config(cfg)
     if sel is not None:  # only then, so results written without one keep their hash
-        out["selection"] = sel.model_dump(mode="json")
+        out["selection"] = _value_dump(sel)
     return out
 
 

@@ -95,7 +95,7 @@ round_eval() {  # round_eval R [N_GRID]: round R's challenger on the declared se
 }
 rounds_main() {  # rounds 0..K-1: seed round 0, then flow + declared evaluation per round
   local K=$1 r closed
-  # the learned value opens models:/ URIs in $MLFLOW_TRACKING_URI's store, not mlflow_uri's
+  # evaluate opens models:/ URIs in mlflow_uri's store; the flow's other MLflow clients too
   MLFLOW_TRACKING_URI=$(pget "$RP" p.mlflow_uri); export MLFLOW_TRACKING_URI
   rounds_restore
   python -m amc.pipeline.round_eval seed0 "$RP" "${KTRAJ:-evidence/llm-regime/trajectories}"

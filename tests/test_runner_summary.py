@@ -52,3 +52,21 @@ def test_selection_value_resolves_like_a_method_value_and_enters_the_results_has
     assert "selection" not in _method_run_config(plain, m)  # older results keep their hash
     assert _method_run_config(cfg, m)["selection"]["options"] == {"model": "models:/m/3"}
     assert cfg.out_dir != plain.out_dir
+
+
+def test_a_value_models_store_does_not_enter_the_results_hash_but_its_version_does():
+    """Naming the MLflow store (the pipeline's mlflow_uri as the learned value's tracking_uri)
+    keeps the hash of results written with the store in the environment; another version,
+    or another selection value, is another hash."""
+    from amc.config import config_hash
+
+    def run_hash(**options) -> str:
+        v = ValueConfig(name="learned", options=options)
+        cfg = RunConfig(values={"challenger": v}, selection_value="challenger")
+        m = parse_method("smc@4+challenger", cfg.smc, cfg.value, cfg.values)
+        return config_hash(_method_run_config(cfg, m))
+
+    kept = run_hash(model="models:/m/3")
+    assert run_hash(model="models:/m/3", tracking_uri="sqlite:///own/mlflow.db") == kept
+    assert run_hash(model="models:/m/4", tracking_uri="sqlite:///own/mlflow.db") != kept
+    assert run_hash(model="models:/m/3", batch_size=8) != kept  # only the store is left out

@@ -127,3 +127,26 @@ def test_the_real_rounds_reuse_the_kept_baselines_rollouts_and_rerun_only_amc(
         with gzip.open(root / f"evidence/llm-regime/testset60/eval/{m.name}__seed0.jsonl.gz") as f:
             same[m.name] = json.loads(f.readline())["sample_hash"] == sample_hash(cfg, m)
     assert same == {"react": True, "bon@4": True, "smc@4": True, "smc@4+challenger": False}
+
+
+def test_the_declared_sets_kept_results_keep_their_hash_with_the_store_named() -> None:
+    """testset60.yaml names its MLflow store (mlflow_uri), which evaluate now passes to the
+    learned value: the kept results (written with the store in $MLFLOW_TRACKING_URI) still
+    match the plan's configuration hash, so nothing kept is dropped and re-run."""
+    import gzip
+
+    from amc.config import config_hash
+    from amc.pipeline import evaluate
+    from amc.runner import _method_run_config, resolve_methods
+
+    root = Path(__file__).resolve().parents[2]
+    q = load_params(root / "configs/llm-regime/testset60.yaml")
+    ev = json.loads((root / "evidence/llm-regime/testset60/evaluation.json").read_text())
+    pl = {"tasks": ["0"], "seeds": [0], "models": ev["models"],
+          "methods": [{"spec": s} for s, _, _ in evaluate.method_specs(q, False)]}
+    cfg = evaluate.run_config(q, pl)
+    assert q.mlflow_uri and cfg.values["challenger"].options["tracking_uri"] == q.mlflow_uri
+    for m in resolve_methods(cfg):
+        with gzip.open(root / f"evidence/llm-regime/testset60/eval/{m.name}__seed0.jsonl.gz") as f:
+            assert json.loads(f.readline())["config_hash"] == config_hash(
+                _method_run_config(cfg, m)), m.name
