@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from amc.config import MethodConfig, RunConfig, ValueConfig, config_hash
+from amc.config import MethodConfig, RunConfig, config_hash
 from amc.priors.ledger import BUDGET_STOP
 from amc.progress import progress_bar
 from amc.protocols import EnvSuite, Prior, ValueFunction
@@ -44,6 +44,7 @@ from amc.results import (
     write_json_atomic,
     write_jsonl_atomic,
 )
+from amc.run_hash import _method_run_config, sample_hash, selection_config
 from amc.smc.methods import parse_method
 from amc.smc.records import TaskResult
 from amc.smc.reselect import reselect
@@ -104,17 +105,6 @@ def resolve_methods(cfg: RunConfig) -> list[MethodConfig]:
     """
     values = {cfg.value.name: cfg.value, **cfg.values}
     return [parse_method(m, cfg.smc, cfg.value, values) for m in cfg.methods]
-
-
-def selection_config(cfg: RunConfig) -> ValueConfig | None:
-    """The config of ``cfg.selection_value`` (resolved like a method's ``+NAME``), or None."""
-    if cfg.selection_value is None:
-        return None
-    values = {cfg.value.name: cfg.value, **cfg.values}
-    if cfg.selection_value not in values:
-        raise ValueError(f"selection_value {cfg.selection_value!r} is not a configured value; "
-                         f"known: {', '.join(sorted(values))}")
-    return values[cfg.selection_value]
 
 
 def task_list(cfg: RunConfig, suite: EnvSuite) -> list[str]:
@@ -327,38 +317,6 @@ async def run_methods(cfg: RunConfig, *, progress: bool = True,
     if outcome.failed and raise_on_failure:
         raise TasksFailed(outcome)
     return outcome
-
-
-LOCATION_OPTIONS = ("tracking_uri",)
-"""Value options that say where a model is found, not which model it is (``models:/name/v``
-names the version): left out of the results hash, so naming the store explicitly (the
-pipeline's ``mlflow_uri``) keeps the results that were written with it in the environment."""
-
-
-def _value_dump(v: ValueConfig) -> dict[str, Any]:
-    d = v.model_dump(mode="json")
-    d["options"] = {k: x for k, x in d["options"].items() if k not in LOCATION_OPTIONS}
-    return d
-
-
-def _method_run_config(cfg: RunConfig, m: MethodConfig) -> dict[str, Any]:
-    """What determines a (method) results file's content: env, prior, method, and the
-    selection value when there is one (not seeds/paths, nor a value model's store)."""
-    method = m.model_dump(mode="json")
-    method["value"] = _value_dump(m.value)
-    out = {"env": cfg.env.model_dump(mode="json"), "prior": cfg.prior.model_dump(mode="json"),
-           "method": method}
-    sel = selection_config(cfg)
-    if sel is not None:  # only then, so results written without one keep their hash
-        out["selection"] = _value_dump(sel)
-    return out
-
-
-def sample_hash(cfg: RunConfig, m: MethodConfig) -> str:
-    """Hash of what determines a (method) results file's *rollouts*: env, prior, method; not
-    the selection value, which only scores the finished pool (:mod:`amc.smc.reselect`)."""
-    cfg_no_sel = cfg.model_copy(update={"selection_value": None})
-    return config_hash(_method_run_config(cfg_no_sel, m))
 
 
 def summarise(results: Mapping[str, Sequence[TaskResult]],

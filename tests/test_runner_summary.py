@@ -6,7 +6,8 @@ import pytest
 
 from amc.config import RunConfig, ValueConfig
 from amc.reports.table import format_table
-from amc.runner import METRICS, _method_run_config, selection_config, summarise
+from amc.run_hash import _method_run_config, selection_config
+from amc.runner import METRICS, summarise
 from amc.smc.methods import parse_method
 from amc.smc.records import TaskResult
 from amc.types import Usage

@@ -23,7 +23,8 @@ from amc.config import ConfigError, RunConfig, ValueConfig
 from amc.errors import ServiceUnavailable, user_message
 from amc.protocols import BoundedEpisodes
 from amc.registry import ENVIRONMENTS, PRIORS, VALUES
-from amc.runner import resolve_methods, selection_config
+from amc.run_hash import selection_config
+from amc.runner import resolve_methods
 from amc.tracking import tracking_uri
 
 FLAG_KEYS: dict[str, str] = {

@@ -16,7 +16,8 @@ from typing import Any
 from amc.config import RunConfig, config_hash
 from amc.pipeline.params import PipelineParams
 from amc.results import read_jsonl, results_path
-from amc.runner import _method_run_config, resolve_methods, sample_hash
+from amc.run_hash import _method_run_config, sample_hash
+from amc.runner import resolve_methods
 from amc.smc.records import TaskResult
 from amc.smc.scoring import upgrade_metric_keys
 

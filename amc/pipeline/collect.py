@@ -38,7 +38,8 @@ from amc.pipeline.params import PipelineParams, check_components, stage_main
 from amc.pipeline.testset import excluded_tasks
 from amc.registry import ENVIRONMENTS
 from amc.results import read_jsonl, results_path, write_json_atomic, write_jsonl_atomic
-from amc.runner import _method_run_config, resolve_methods, run_methods, task_list
+from amc.run_hash import _method_run_config
+from amc.runner import resolve_methods, run_methods, task_list
 
 
 @dataclass(frozen=True)

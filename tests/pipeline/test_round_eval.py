@@ -105,7 +105,8 @@ def test_the_real_rounds_reuse_the_kept_baselines_rollouts_and_rerun_only_amc(
     import gzip
 
     from amc.pipeline import evaluate
-    from amc.runner import resolve_methods, sample_hash
+    from amc.run_hash import sample_hash
+    from amc.runner import resolve_methods
 
     root = Path(__file__).resolve().parents[2]
     monkeypatch.chdir(root)
@@ -137,7 +138,8 @@ def test_the_declared_sets_kept_results_keep_their_hash_with_the_store_named() -
 
     from amc.config import config_hash
     from amc.pipeline import evaluate
-    from amc.runner import _method_run_config, resolve_methods
+    from amc.run_hash import _method_run_config
+    from amc.runner import resolve_methods
 
     root = Path(__file__).resolve().parents[2]
     q = load_params(root / "configs/llm-regime/testset60.yaml")
