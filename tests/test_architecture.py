@@ -6,6 +6,7 @@
     amc.runner, amc.estimate  running methods over tasks
     amc.grpo, amc.reports     fine-tuning the agent (the white-box reference); documents
     amc.smc amc.envs amc.priors amc.value amc.tracking amc.results amc.stats   the method, its parts
+    amc.run_hash                                                      what a results file hashes
     amc.protocols amc.registry amc.config                             contracts and config
     amc.types amc.errors amc.retry amc.plots                          records, helpers
 
@@ -30,7 +31,7 @@ LAYERS: dict[str, int] = {
     "amc": 0, "amc.types": 0, "amc.ports": 0, "amc.errors": 0, "amc.retry": 0, "amc.plots": 0,
     "amc.protocols": 1, "amc.registry": 1, "amc.config": 1,
     "amc.smc": 2, "amc.envs": 2, "amc.priors": 2, "amc.value": 2, "amc.tracking": 2,
-    "amc.results": 2, "amc.stats": 2, "amc.progress": 2,
+    "amc.results": 2, "amc.stats": 2, "amc.progress": 2, "amc.run_hash": 2,
     "amc.runner": 3, "amc.estimate": 3, "amc.grpo": 3, "amc.reports": 3,
     "amc.pipeline": 4, "amc.sweeps": 4,
     "amc.monitor": 5,
