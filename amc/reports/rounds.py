@@ -253,3 +253,25 @@ def _readings(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     out.append(f"- The gate promoted in rounds {promoted}." if promoted else
                "- The gate promoted in no round.")
     return out
+
+
+def rounds_sentence(entries: Sequence[Entry], *, n: int = 4, metric: str = "oracle_best",
+                    link: str = "docs/results.md#rounds-on-the-embedded-prior") -> str:
+    """The README's one sentence on the loop: rounds closed and evaluated, each evaluated
+    round's AMC − Best-of-N with interval and exact p, and whether that says the rounds
+    improved the gain (only with two evaluated rounds; the change between them is reported,
+    not tested, so "improved" is never claimed from it)."""
+    rows = [round_row(entries, i, n=n, metric=metric) for i in range(len(entries))]
+    closed = [r["round"] for r in rows if r["status"] == "closed"]
+    ev = [r for r in rows if not math.isnan(r["gain"])]
+    head = (f"The retraining loop on the embedded prior ([rounds]({link})): "
+            f"{len(closed)} round(s) closed {closed}, {len(ev)} evaluated on the declared "
+            "test set")
+    gains = "; ".join(f"round {r['round']}: AMC − Best-of-{n} {r['gain']:+.3f} "
+                      f"[{r['lo']:+.3f}, {r['hi']:+.3f}], exact p {r['p']:.2g}" for r in ev)
+    if len(ev) < 2:
+        return (head + (f" ({gains})" if gains else "") + "; whether the rounds improved "
+                "AMC's gain is not measured yet (it needs two evaluated rounds).")
+    return (f"{head} ({gains}): from round {ev[0]['round']} to round {ev[-1]['round']} the "
+            f"gain moved {ev[-1]['gain'] - ev[0]['gain']:+.3f} (the rounds' change is not "
+            "paired-tested, so no improvement is claimed from it).")

@@ -127,3 +127,17 @@ def test_no_round_yet(tmp_path: Path) -> None:
     out = write_results_doc(None, tmp_path, tmp_path / "r.md",
                             rounds=("Rounds", tmp_path / "rounds"))
     assert rep.NO_ROUNDS in out.read_text()
+
+
+def test_the_readme_sentence_reports_each_evaluated_round_and_claims_no_untested_change() -> None:
+    entries = _entries()
+    two = rep.rounds_sentence(entries)
+    assert "2 round(s) closed [0, 1], 2 evaluated" in two
+    assert "round 0: AMC − Best-of-4 -0.016 [-0.060, +0.020], exact p 0.41" in two
+    assert "round 1: AMC − Best-of-4 +0.054 [+0.010, +0.090], exact p 0.012" in two
+    assert "the gain moved +0.070" in two and "no improvement is claimed" in two
+    entries[1]["evaluation"] = None
+    entries[1]["ledger"]["status"] = "open"
+    one = rep.rounds_sentence(entries)
+    assert "1 round(s) closed [0], 1 evaluated" in one and "not measured yet" in one
+    assert "moved" not in one
