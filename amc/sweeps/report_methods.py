@@ -26,7 +26,7 @@ import math
 from typing import Any
 
 from amc.sweeps.config import LEGACY_CELL, CellParams, ValueParams
-from amc.sweeps.protocol import Candidate, Protocol, choose
+from amc.sweeps.protocol import Candidate, Protocol, choose, value_overrides
 from amc.sweeps.report import fmt_diff
 from amc.sweeps.select import compare
 from amc.value.offline import FIGURES, HIGHER_IS_BETTER, spearman_exact
@@ -74,8 +74,8 @@ def is_candidate_cell(rec: dict[str, Any], cand: Candidate, protocol: Protocol,
     if not vp:
         return False
     base = ValueParams().model_dump()
-    keys = {k for c in protocol.candidates for k in c.value}
-    return all(_norm(vp.get(k, base[k])) == _norm(cand.value.get(k, base[k])) for k in keys)
+    return all(_norm(vp.get(k, base[k])) == _norm(v)
+               for k, v in value_overrides(protocol, cand).items())
 
 
 def candidate_cells(protocol: Protocol, runs: list[dict[str, Any]],
