@@ -21,6 +21,7 @@ assets. A gap in the round numbers is an error: a report that skips a round hide
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from amc.plots import pyplot, save_png
+from amc.results import results_path
+from amc.stats import paired_difference
 
 Entry = Mapping[str, Any]
 """``{"ledger": round record, "evaluation": run summary or None}``."""
@@ -66,6 +69,7 @@ def load_rounds(src: str | Path) -> list[dict[str, Any]]:
             ev = src / f"round-{int(rec['round']):04d}" / "evaluation.json"
             entries.append({"ledger": rec,
                             "evaluation": json.loads(ev.read_text()) if ev.is_file() else None})
+        _attach_versus_first(src, entries)
     else:
         raise FileNotFoundError(f"{src}: no rounds folder or file")
     for e in entries:
@@ -78,6 +82,44 @@ def load_rounds(src: str | Path) -> list[dict[str, Any]]:
         raise ValueError(f"{src}: rounds {nums} are not 0..{nums[-1] if nums else 0} once each "
                          f"(missing {missing})")
     return entries
+
+
+def kept_metrics(folder: Path, spec: str) -> dict[tuple[str, int], Mapping[str, Any]]:
+    """(task, seed) -> metrics of the kept ``<spec>__seed<k>.jsonl.gz`` files of a round's
+    evaluation folder (the last record of a (task, seed) wins: a rerun replaces a failure)."""
+    out: dict[tuple[str, int], Mapping[str, Any]] = {}
+    stem = results_path(".", spec, 0).name.removesuffix("0.jsonl")  # "<spec>__seed"
+    for f in sorted(folder.glob(f"{stem}*.jsonl.gz")):
+        for line in gzip.decompress(f.read_bytes()).decode().splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                out[(str(rec["task_id"]), int(rec["seed"]))] = rec["metrics"]
+    return out
+
+
+def gains(folder: Path, n: int, metric: str) -> dict[tuple[str, int], float]:
+    """AMC@n (the round's challenger) − Best-of-n per (task, seed) of a kept evaluation."""
+    smc, bon = kept_metrics(folder, f"smc@{n}+challenger"), kept_metrics(folder, f"bon@{n}")
+    return {k: float(smc[k][metric]) - float(bon[k][metric]) for k in smc
+            if k in bon and metric in smc[k] and metric in bon[k]}
+
+
+def versus(a: Path, b: Path, *, n: int = 4, metric: str = "oracle_best") -> dict[str, Any]:
+    """Round a's gain − round b's gain on their common (task, seed) runs of the declared set:
+    paired by (task, seed), averaged within a task, t interval over tasks and exact sign-flip p
+    (:func:`amc.stats.paired_difference`); the question "did the rounds improve the gain"."""
+    d = paired_difference(gains(a, n, metric), gains(b, n, metric))
+    return {**d.to_dict(), "n": n, "metric": metric, "separates": d.separates}
+
+
+def _attach_versus_first(src: Path, entries: list[dict[str, Any]]) -> None:
+    """Each later round with a kept evaluation gets ``versus_first``: its gain − round 0's."""
+    first = src / "round-0000" / "eval"
+    for e in entries:
+        r = int(e["ledger"]["round"])
+        here = src / f"round-{r:04d}" / "eval"
+        if r > 0 and first.is_dir() and here.is_dir() and e.get("evaluation"):
+            e["versus_first"] = versus(here, first)
 
 
 def _rollouts(entries: Sequence[Entry], rounds: Sequence[int]) -> float:
@@ -125,6 +167,7 @@ def round_row(entries: Sequence[Entry], i: int, *, n: int = 4,
         "decision": None if not gate else ("promoted" if gate.get("promote") else "kept"),
         "tested": gate.get("tested"), "gate_p": _num(gate.get("p_value")),
         "mde": _num(gate.get("mde")), "gate_delta": _num(gate.get("delta")),
+        "vs_first": entries[i].get("versus_first"),
     }
 
 
@@ -149,17 +192,26 @@ def _gate(r: Mapping[str, Any]) -> str:
             f"mde {_f(r['mde'], '.3f')})")
 
 
+def _versus(v: Mapping[str, Any] | None) -> str:
+    """A round's paired gain − round 0's gain: mean [lo, hi], exact p (— where not paired)."""
+    if not v:
+        return "—"
+    return (f"{_f(v.get('mean'))} [{_f(v.get('lo'))}, {_f(v.get('hi'))}], "
+            f"p {_f(v.get('p'), '.3g')} ({v.get('tasks')} tasks)")
+
+
 def rounds_table(rows: Sequence[Mapping[str, Any]], n: int = 4) -> str:
     """The per-round markdown table."""
     head = ["round", "status", "dataset rows / rollouts", "value", "val AUC", "val Pearson",
-            "val MAE", f"AMC − Best-of-{n} [95% t]", "exact p", "gate"]
+            "val MAE", f"AMC − Best-of-{n} [95% t]", "exact p", "gain − round 0's [95% t], p",
+            "gate"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         ver = "n/a" if r["version"] is None else f"v{r['version']}"
         out.append("| " + " | ".join([
             str(r["round"]), str(r["status"]), _size(r), ver, _f(r["auc"], ".3f"),
             _f(r["pearson"], ".3f"), _f(r["mae"], ".3f"), _gain(r), _f(r["p"], ".3g"),
-            _gate(r)]) + " |")
+            _versus(r["vs_first"]), _gate(r)]) + " |")
     return "\n".join(out)
 
 
@@ -216,8 +268,10 @@ def rounds_section(entries: Sequence[Entry], title: str, source: str, assets: Pa
         f"Per round: the dataset it trained on (rows of every split / rollouts of the rounds it "
         f"spans), the value's validation quality, AMC@{n} − Best-of-{n} on "
         f"{metric} on the declared test set (paired over (task, seed), averaged within a task; "
-        "95% t interval over tasks and exact sign-flip p), and the promotion gate's decision on "
-        "the frozen set (its paired Δ, p and minimum detectable effect).", "",
+        "95% t interval over tasks and exact sign-flip p), from round 1 on that gain − round 0's "
+        "on the same (task, seed) runs (paired the same way: did the rounds improve it), and "
+        "the promotion gate's decision on the frozen set (its paired Δ, p and minimum "
+        "detectable effect).", "",
         rounds_table(rows, n)]
     lines += ["", *_readings(rows)]
     last = next((e for e in reversed(entries) if e.get("evaluation")), None)
@@ -247,8 +301,8 @@ def _readings(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                    f"{r['gain']:+.3f}, " + ("separable (interval and exact p agree)" if sep
                                              else "not separable") + ".")
         if len(ev) > 1:
-            out.append(f"- From round {ev[0]['round']} to round {r['round']} the gain moved "
-                       f"{r['gain'] - ev[0]['gain']:+.3f}.")
+            out.append(f"- From round {ev[0]['round']} to round {r['round']}: "
+                       + _change(r, ev[0]) + ".")
     promoted = [r["round"] for r in rows if r["decision"] == "promoted"]
     out.append(f"- The gate promoted in rounds {promoted}." if promoted else
                "- The gate promoted in no round.")
@@ -272,6 +326,19 @@ def rounds_sentence(entries: Sequence[Entry], *, n: int = 4, metric: str = "orac
     if len(ev) < 2:
         return (head + (f" ({gains})" if gains else "") + "; whether the rounds improved "
                 "AMC's gain is not measured yet (it needs two evaluated rounds).")
-    return (f"{head} ({gains}): from round {ev[0]['round']} to round {ev[-1]['round']} the "
-            f"gain moved {ev[-1]['gain'] - ev[0]['gain']:+.3f} (the rounds' change is not "
-            "paired-tested, so no improvement is claimed from it).")
+    return (f"{head} ({gains}): from round {ev[0]['round']} to round {ev[-1]['round']}, "
+            f"{_change(ev[-1], ev[0])}.")
+
+
+def _change(last: Mapping[str, Any], first: Mapping[str, Any]) -> str:
+    """The change of the gain from round ``first`` to ``last``: the paired test when ``last``
+    holds it against round 0 (improved / got worse only when interval and exact p agree), else
+    the unpaired change, from which nothing is claimed."""
+    v = last.get("vs_first")
+    if not v or first["round"] != 0:
+        return (f"the gain moved {last['gain'] - first['gain']:+.3f} (not paired-tested, so no "
+                "improvement is claimed from it)")
+    verdict = ("not separable: no improvement shown" if not v.get("separates") else
+               "the rounds improved the gain" if v["mean"] > 0 else "the gain got worse")
+    return (f"the gain changed {_versus(v)}, paired over (task, seed) on the declared set: "
+            f"{verdict}")

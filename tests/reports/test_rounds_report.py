@@ -141,3 +141,49 @@ def test_the_readme_sentence_reports_each_evaluated_round_and_claims_no_untested
     one = rep.rounds_sentence(entries)
     assert "1 round(s) closed [0], 1 evaluated" in one and "not measured yet" in one
     assert "moved" not in one
+
+
+def _kept(folder: Path, spec: str, seed: int, values: dict[str, float]) -> None:
+    """A kept results file: one record per task with its oracle_best."""
+    import gzip
+
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = "".join(json.dumps({"task_id": t, "seed": seed, "metrics": {"oracle_best": v}}) + "\n"
+                    for t, v in values.items())
+    (folder / f"{spec}__seed{seed}.jsonl.gz").write_bytes(gzip.compress(lines.encode()))
+
+
+def _round_runs(root: Path, r: int, smc: dict[int, dict[str, float]],
+                bon: dict[int, dict[str, float]]) -> None:
+    for seed, v in smc.items():
+        _kept(root / f"round-{r:04d}" / "eval", "smc@4+challenger", seed, v)
+    for seed, v in bon.items():
+        _kept(root / f"round-{r:04d}" / "eval", "bon@4", seed, v)
+
+
+def test_rounds_are_paired_against_round_0_by_task_and_seed(tmp_path: Path) -> None:
+    tasks = [f"t{i}" for i in range(8)]
+    bon = {s: {t: 0.5 for t in tasks} for s in (0, 1)}
+    # round 0: AMC = BoN; round 1: +1 on seed 0 of every task, 0 on seed 1 -> +0.5 per task;
+    # round 1's Best-of-N differs (re-selected), so a mutant pairing AMC alone would read +0.6
+    first = {s: {t: 0.5 for t in tasks} for s in (0, 1)}
+    later = {0: {t: 1.5 for t in tasks}, 1: {t: 0.5 for t in tasks}}
+    bon1 = {s: {t: 0.4 for t in tasks} for s in (0, 1)}
+    later = {s: {t: v - 0.1 for t, v in later[s].items()} for s in later}
+    src = _write_dir(tmp_path / "rounds", _entries())
+    _round_runs(src, 0, first, bon)
+    _round_runs(src, 1, later, bon1)
+    got = rep.load_rounds(src)
+    assert "versus_first" not in got[0]
+    v = got[1]["versus_first"]
+    assert v["mean"] == pytest.approx(0.5) and v["tasks"] == 8 and v["pairs"] == 16
+    assert v["p"] == pytest.approx(2 / 2 ** 8) and v["separates"]  # all 8 tasks one sign
+    text = "\n".join(rep.rounds_section(got, "R", str(src), None))
+    assert "+0.500 [+0.500, +0.500], p 0.00781 (8 tasks)" in text
+    assert "the rounds improved the gain" in rep.rounds_sentence(got)
+    # half the tasks better, half worse: paired, not separable, nothing claimed
+    mixed = {s: {t: (1.0 if i % 2 else 0.0) for i, t in enumerate(tasks)} for s in (0, 1)}
+    _round_runs(src, 1, mixed, bon)
+    again = rep.load_rounds(src)
+    assert again[1]["versus_first"]["mean"] == pytest.approx(0.0)
+    assert "not separable: no improvement shown" in rep.rounds_sentence(again)
