@@ -6,8 +6,8 @@
 #   python -m amc.sweeps.harvest --repo .. --out ../evidence      # records -> evidence/runs
 #   bash queue_bench.sh test webshop && dvc queue start -j 1       # after the harvest
 #   bash queue_bench.sh ceiling sciworld && dvc queue start -j 1   # declared ceilings (grid.CEILINGS)
-# Cells whose record is already under ../evidence/runs are skipped (resumable). Learned WebShop
-# cells need models/value-webshop: run `dvc repro value_webshop` once and commit dvc.lock first;
+# Cells whose record is already under ../evidence/runs are skipped (resumable). Learned cells
+# need models/value-<bench>: run `dvc repro value_<bench>` once and commit dvc.lock first;
 # they are queued with both targets, so the up-to-date value stage is checked out, not rerun.
 set -euo pipefail
 split=${1:?usage: queue_bench.sh validation|test|ceiling webshop|sciworld}
@@ -15,6 +15,6 @@ bench=${2:?usage: queue_bench.sh validation|test|ceiling webshop|sciworld}
 PYTHONPATH=.. python -m amc.sweeps.grid "$split" "$bench" --runs ../evidence --skip-done |
   while read -r o; do
     targets=cell
-    if [[ $o == *"cell.value=learned"* ]]; then targets="value_webshop cell"; fi
+    if [[ $o == *"cell.value=learned"* ]]; then targets="value_$bench cell"; fi
     eval dvc exp run --queue "$targets" "$o" >/dev/null && echo "queued: $targets $o"
   done

@@ -133,13 +133,14 @@ def check_value_split(cell: CellParams) -> None:
     (TextCraft's value stage writes none; issue 30's cells use it as before)."""
     if cell.benchmark == "textcraft":
         return
-    if cell.benchmark != "webshop":
+    if cell.benchmark not in ("webshop", "sciworld"):
         raise ValueError(f"no learned value for {cell.benchmark} (value stages: textcraft, "
-                         "webshop): use value rollout or none")
+                         "webshop, sciworld): use value rollout or none")
     path = Path(cell.value_model) / SPLIT_FILE
     if not path.is_file():
         raise ValueError(f"{cell.value_model} is not a {cell.benchmark} value (no {SPLIT_FILE};"
-                         " the webshop value is models/value-webshop, stage value_webshop)")
+                         f" the {cell.benchmark} value is models/value-{cell.benchmark}, stage "
+                         f"value_{cell.benchmark})")
     have, want = json.loads(path.read_text()), split_record(cell)
     if have != want:
         diff = {k: (have.get(k), v) for k, v in want.items() if have.get(k) != v}

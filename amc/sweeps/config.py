@@ -157,6 +157,10 @@ class ValueParams(Frozen):
     """Quality vs dataset size (committed as evidence)."""
     tracking_uri: str | None = None
     """MLflow tracking URI (None: the default)."""
+    ceiling: bool = True
+    """Score the held-out states with the Monte-Carlo rollout value too (the record's
+    ``ceiling``). Off for SciWorld: each rollout there forks a JVM by a verified replay
+    (seconds), so its ceiling is the declared rollout-value test cells instead."""
 
     @model_validator(mode="after")
     def _no_plan_length_shown(self) -> ValueParams:
@@ -180,9 +184,15 @@ WEBSHOP_VALUE_CELL = CellParams(benchmark="webshop", budget=6, val_tasks=48, rol
 """The WebShop cells' split keys (amc.sweeps.grid's base) and the ceiling's M."""
 
 
+SCIWORLD_VALUE_CELL = CellParams(benchmark="sciworld", budget=10, val_tasks=6, rollouts=4,
+                                 task_file="sciworld_tasks.json")
+"""The SciWorld cells' split keys (amc.sweeps.grid's base)."""
+
+
 class BenchValueParams(Frozen):
-    """A learned value of another benchmark's cells (section ``value_webshop``): its own cell
-    keys, so the cells' ``-S cell.*`` overrides never make it stale nor TextCraft's stale."""
+    """A learned value of another benchmark's cells (sections ``value_webshop``,
+    ``value_sciworld``): its own cell keys, so the cells' ``-S cell.*`` overrides never make it
+    stale nor TextCraft's stale."""
 
     cell: CellParams = WEBSHOP_VALUE_CELL
     """Benchmark, fixed budget and validation sample of the cells it serves (the value trains
@@ -202,6 +212,13 @@ class SweepParams(Frozen):
     """The learned value's training."""
     value_webshop: BenchValueParams = BenchValueParams()
     """WebShop's learned value (stage ``value_webshop``: ``models/value-webshop``)."""
+    value_sciworld: BenchValueParams = BenchValueParams(
+        cell=SCIWORLD_VALUE_CELL,
+        value=ValueParams(q_grid=(0.6,), rollouts=8, max_length=384, ceiling=False,
+                          sizes=(250, 500, 1000), work_dir="work/value-sciworld",
+                          out_dir="models/value-sciworld",
+                          quality_file="out/value_quality_sciworld.json"))
+    """SciWorld's learned value (stage ``value_sciworld``: ``models/value-sciworld``)."""
 
 
 def load_sweep_params(path: str | Path = PARAMS_FILE) -> SweepParams:

@@ -2,8 +2,8 @@
 
 Committed before any test cell runs. Per benchmark a base configuration (fixed budget, tasks,
 seeds) and a grid: planner-mix skills q, particles N, AMC's value (the rollout upper bound, no
-value, and on WebShop the learned V_theta of stage ``value_webshop`` at the skills of
-``value_q``), and the KL coefficients beta tried on **validation** cells (48 train tasks: the
+value, and the learned V_theta of stage ``value_webshop`` / ``value_sciworld`` at the skills
+of ``value_q``), and the KL coefficients beta tried on **validation** cells (48 train tasks: the
 id tail for the first WebShop cells, records without ``val_sample``; a seeded random sample,
 ``val_sample: random``, for every later one, the learned cells included). The rollout value's
 cost does not depend on beta's role in the weights, but its estimate
@@ -79,7 +79,9 @@ GRIDS: dict[str, BenchGrid] = {
     "sciworld": BenchGrid(
         base={"benchmark": "sciworld", "budget": 10, "val_tasks": 6, "rollouts": 4,
               "every": 2, "schedule": "every", "task_file": "sciworld_tasks.json"},
-        q=(0.6, 0.8), n=(4,), beta=(0.1,), values=("none",),
+        q=(0.6, 0.8), n=(4,), beta=(0.1,), values=("none", "learned"),
+        value_q={"learned": (0.6,)},
+        value_keys={"learned": {"value_model": "models/value-sciworld"}},
         seeds={"validation": (0,), "test": (0, 1)}),
 }
 """The declared cells. WebShop: the fixture catalog (test = goals 5..54, validation = 48 of
@@ -87,8 +89,11 @@ the 148 train goals: the id tail in the first cells, a seeded random sample in t
 and in every learned cell), budget 6 (the oracle plan takes 4-6 steps: search, open, 0-2
 options, buy); the learned value (declared after the rollout and none cells ran, before any
 learned cell) at the skill both chose, q = 0.3, at both N and every beta. SciWorld: validation
-cells of value ``none`` only; the rollout ceiling is the test cells of :data:`CEILINGS` (its
-forks are verified JVM replays, seconds each)."""
+cells of value ``none``; the rollout ceiling is the test cells of :data:`CEILINGS` (its
+forks are verified JVM replays, seconds each); the learned value of stage ``value_sciworld``
+(declared 2026-12-03, after the none and ceiling cells ran, before any learned cell or the
+stage ran) at q = 0.6 -- the skill SciWorld's none regime chose on validation -- N = 4 and
+the grid's one beta, 0.1: a validation cell, then its test twin."""
 
 
 def cell(grid: BenchGrid, split: str, **kw: Any) -> dict[str, Any]:

@@ -188,8 +188,10 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
         calibration = fit_calibration(vp, load_dataset_dir(ds)[0]["validation"])
     held = load_dataset_dir(ds)[0][curve["held_out"]]
     ceiling_p: dict[Any, float] = {}
-    with phase(clock, "ceiling"):
-        upper = asyncio.run(ceiling(tagged, set(held["task_id"]), vp, cell, ceiling_p))
+    upper = None
+    if vp.ceiling:
+        with phase(clock, "ceiling"):
+            upper = asyncio.run(ceiling(tagged, set(held["task_id"]), vp, cell, ceiling_p))
     with phase(clock, "offline"):
         offline = offline_record(vp, cell, tagged, held, ceiling_p)
     record = {"params": vp.model_dump(mode="json"),
@@ -224,8 +226,8 @@ def offline_record(vp: ValueParams, cell: CellParams, tagged: list[tuple[float, 
     keys = list(zip(held["task_id"], held["traj"], held["step"], strict=True))
     learned = dict(zip(keys, map(float, p), strict=True))
     suite = make_bench_suite(cell) if cell.benchmark == "textcraft" else None  # doomed: TextCraft
-    return held_out_figures(suite, [h for _, h in tagged], held,
-                            {"learned": learned, "ceiling": ceiling_p}, vp.menu_form)
+    values = {"learned": learned, "ceiling": ceiling_p} if ceiling_p else {"learned": learned}
+    return held_out_figures(suite, [h for _, h in tagged], held, values, vp.menu_form)
 
 
 def fit_calibration(vp: ValueParams, val: Any) -> dict[str, Any]:
@@ -245,21 +247,27 @@ def fit_calibration(vp: ValueParams, val: Any) -> dict[str, Any]:
 
 def section(params: SweepParams, name: str) -> tuple[ValueParams, CellParams]:
     """A value stage's (value, cell) parameters: ``value`` -> TextCraft's (the sweep's
-    ``value`` and ``cell``), ``value_webshop`` -> that section's own."""
+    ``value`` and ``cell``), ``value_webshop`` / ``value_sciworld`` -> that section's own."""
     if name == "value":
         return params.value, params.cell
-    if name == "value_webshop":
-        return params.value_webshop.value, params.value_webshop.cell
+    if name in BENCH_SECTIONS:
+        sec = getattr(params, name)
+        return sec.value, sec.cell
     raise ValueError(f"no value section {name!r}")
+
+
+BENCH_SECTIONS = ("value_webshop", "value_sciworld")
+"""The value stages of the other benchmarks (their params sections)."""
 
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m amc.sweeps.value``: TextCraft's value (params ``value`` and ``cell``);
-    ``--section value_webshop``: WebShop's (that section's own ``value`` and ``cell``)."""
+    ``--section value_webshop`` / ``value_sciworld``: that benchmark's (the section's own
+    ``value`` and ``cell``)."""
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--section", choices=("value", "value_webshop"), default="value")
+    ap.add_argument("--section", choices=("value", *BENCH_SECTIONS), default="value")
     args = ap.parse_args(argv)
     rec = run(*section(load_sweep_params(), args.section), progress=False)
     print(json.dumps(rec["final"], indent=1))

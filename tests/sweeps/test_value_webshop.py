@@ -87,7 +87,7 @@ def test_a_learned_webshop_cell_needs_a_webshop_value_of_its_own_split(tmp_path:
     for other in ({"val_tasks": 40}, {"val_sample": "tail"}, {"budget": 8}):
         with pytest.raises(ValueError, match="another split"):
             check_value_split(cell.model_copy(update=other))
-    with pytest.raises(ValueError, match="no learned value for sciworld"):
+    with pytest.raises(ValueError, match="another split"):  # a WebShop value serves no SciWorld
         check_value_split(cell.model_copy(update={"benchmark": "sciworld"}))
     check_value_split(CellParams(value="learned", value_model=str(tmp_path / "none")))  # TextCraft
 
@@ -142,3 +142,19 @@ def test_harvest_keeps_the_webshop_value_beside_textcraft_s(tmp_path: Path):
     assert got.startswith("w-platt-")  # the WebShop value's id, with its calibration
     assert {p.stem for p in (tmp_path / "ev/values").iterdir()} == {"t", got}
     assert json.loads((tmp_path / "ev/value_quality_webshop.json").read_text())["model_hash"] == "w"
+
+
+def test_the_params_file_declares_the_sciworld_value_on_the_cells_split():
+    from amc.sweeps.grid import GRIDS, cell
+    from amc.sweeps.value import section
+
+    params = load_sweep_params(REPO / "sweeps/params.yaml")
+    sw = params.value_sciworld
+    g = GRIDS["sciworld"]
+    learned = CellParams.model_validate(cell(g, "test", q=0.6, n=4, beta=0.1, value="learned"))
+    # the stage's split is the learned cells' own, so check_value_split passes on its output
+    assert split_record(sw.cell) == split_record(learned)
+    assert sw.value.q_grid == g.value_q["learned"] and not sw.value.ceiling
+    assert sw.value.out_dir == learned.value_model == "models/value-sciworld"
+    assert section(params, "value_sciworld") == (sw.value, sw.cell)
+    assert sw == type(sw).model_validate(sw.model_dump())  # the file spells out valid keys
