@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from amc.sweeps import grid
+from amc.sweeps.bench_values import value_note
 from amc.sweeps.config import recorded_cell
 from amc.sweeps.hidden import LABEL, selection_summary
 from amc.sweeps.plots import plot_bench_beta
@@ -321,32 +322,6 @@ TEXTCRAFT_NOTE = (
     "(WebShop, above).\n")
 
 
-def webshop_value_note(runs: list[dict[str, Any]], values: dict[str, dict[str, Any]]) -> str:
-    """The held-out quality of each learned V_theta the WebShop cells used (``values/<id>``,
-    kept by the harvest), beside the rollout value's on the same states."""
-    ids = sorted({str(r["value_model_hash"]) for r in runs if bench_of(r) == "webshop"
-                  and r["cell"]["value"] == "learned" and r.get("value_model_hash")})
-    out = []
-    for v in ids:
-        q = values.get(v)
-        if q is None:
-            out.append(f"Learned V_θ `{v}`: no quality record under evidence/values.")
-            continue
-        f, c, tr = q["final"], q["ceiling"], q["data"]["splits"]["train"]
-        out.append(
-            f"Learned V_θ `{v}` (stage value_webshop: {tr['rows']} training states of "
-            f"{tr['tasks']} train goals outside validation, planner-mix q ∈ "
-            f"{{{', '.join(f'{x:g}' for x in q['data']['q_grid'])}}}, target the graded score "
-            f"to come): on {c['states']:.0f} held-out states Pearson {f['test_pearson']:.3f}, "
-            f"AUC {f['test_auc']:.3f}, AUC within (goal, step) {f['test_auc_within']:.3f}; the "
-            f"rollout value on the same states (M = {c['rollouts']:.0f}) Pearson "
-            f"{c['pearson']:.3f}, AUC {c['auc']:.3f}, within {c['auc_within']:.3f}. Its "
-            "rollouts take the agent's remaining steps only, not WebShop's forced buy after "
-            "the last one, so from a state that would end on an item page it can score 0 "
-            "where the episode is scored.")
-    return "\n".join(out)
-
-
 def bench_sections(runs: list[dict[str, Any]], plots: Path | None = None,
                    link: str = "evidence", values: dict[str, dict[str, Any]] | None = None
                    ) -> list[str]:
@@ -354,7 +329,7 @@ def bench_sections(runs: list[dict[str, Any]], plots: Path | None = None,
     when given, linked as ``link/``; its learned values' quality from ``values``) and the
     TextCraft note."""
     web = webshop_section(runs)
-    note = webshop_value_note(runs, values or {})
+    note = value_note(runs, values or {}, "webshop")
     if web and note:
         web += "\n" + note + "\n"
     cells = [*grid.of_bench(runs, "webshop", "validation"), *grid.of_bench(runs, "webshop",
@@ -363,7 +338,8 @@ def bench_sections(runs: list[dict[str, Any]], plots: Path | None = None,
         if plots is not None:
             plot_bench_beta(cells, "WebShop", plots / "webshop_gain_vs_beta.png")
         web += f"\n![WebShop gain vs beta]({link}/webshop_gain_vs_beta.png)\n"
-    return [web, TEXTCRAFT_NOTE]
+    sci = value_note(runs, values or {}, "sciworld")
+    return [web, *([f"\n## SciWorld's learned value\n\n{sci}\n"] if sci else []), TEXTCRAFT_NOTE]
 
 
 NAME = {"textcraft": "TextCraft", "webshop": "WebShop", "sciworld": "SciWorld"}

@@ -7,8 +7,9 @@ compact row per line, so diffs stay readable), and the learned value's quality c
 (``sweeps/out/value_quality.json`` of the checked-out commit) becomes
 ``evidence/value_quality.json`` and, by the value's content hash,
 ``evidence/values/<hash>.json`` (so cells run with an earlier value keep its quality beside
-them); WebShop's value (``sweeps/out/value_quality_webshop.json``, stage ``value_webshop``)
-likewise, as ``evidence/value_quality_webshop.json`` and under ``values/``. Nothing is
+them); WebShop's and SciWorld's values (``sweeps/out/value_quality_<bench>.json``, stages
+``value_webshop`` / ``value_sciworld``) likewise, as ``evidence/value_quality_<bench>.json`` and
+under ``values/``. Nothing is
 dropped: a name seen twice with different rows keeps both (the second gets the experiment's
 name as a suffix).
 
@@ -26,8 +27,9 @@ from typing import Any
 
 RUNS = "sweeps/out/runs.json"
 QUALITY = "sweeps/out/value_quality.json"
-QUALITY_FILES = (QUALITY, "sweeps/out/value_quality_webshop.json")
-"""Every value stage's quality record (TextCraft's, WebShop's)."""
+QUALITY_FILES = (QUALITY, "sweeps/out/value_quality_webshop.json",
+                 "sweeps/out/value_quality_sciworld.json")
+"""Every value stage's quality record (TextCraft's, WebShop's, SciWorld's)."""
 
 
 def git(repo: Path, *args: str) -> str:

@@ -203,6 +203,23 @@ def test_the_webshop_section_shows_the_learned_value_s_held_out_quality():
     assert "no quality record" in bench_sections(runs, values={})[0]
 
 
+def test_sciworld_s_learned_value_gets_its_own_paragraph_without_a_ceiling():
+    from amc.sweeps.benchdoc import bench_sections
+
+    rec = {"cell": {"benchmark": "sciworld", "value": "learned", "split": "test"},
+           "value_model_hash": "def", "rows": []}
+    quality = {"final": {"test_pearson": 0.41, "test_auc": 0.7, "test_auc_within": 0.62},
+               "ceiling": None, "held_out": "test",
+               "data": {"q_grid": [0.6], "splits": {"train": {"rows": 900, "tasks": 15},
+                                                    "test": {"rows": 212}}}}
+    parts = bench_sections([rec], values={"def": quality})
+    sci = next(x for x in parts if "SciWorld's learned value" in x)
+    assert "stage value_sciworld: 900 training states of 15 train games" in sci
+    assert "on 212 held-out states Pearson 0.410, AUC 0.700, AUC within (game, step) 0.620" in sci
+    assert "no rollout ceiling" in sci and "(M = " not in sci
+    assert not any("SciWorld's learned value" in x for x in bench_sections([], values={}))
+
+
 def test_the_webshop_section_says_which_rollout_cells_stop_before_the_forced_buy():
     from amc.sweeps.benchdoc import rollout_final_note
 
