@@ -1,4 +1,4 @@
-"""The held-out quality of the learned values a benchmark's cells used, as docs/evidence.md reads it.
+"""The held-out quality of the learned values a benchmark's cells used (docs/evidence.md).
 
 For WebShop and SciWorld (stages ``value_webshop`` / ``value_sciworld``): per value id the cells
 recorded, the training data (states, train tasks outside validation, skills) and the final
