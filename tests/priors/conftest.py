@@ -52,16 +52,3 @@ def _isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("AMC_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-
-
-@pytest.fixture(scope="session")
-def cpp_server_one_slot():
-    """llama-server with a single slot: requests are decoded one at a time, never in a shared
-    batch (llama.cpp's logits depend on the batch a request shares, so with several slots the
-    same (prompt, seed) can sample differently when run beside other requests)."""
-    if not llama_server_available("cpp"):
-        pytest.skip("llama-server is not built (opt-in: AMC_LLAMA_SERVER=1 scripts/setup.sh)")
-    cache = Path(__file__).resolve().parents[2] / ".cache"
-    with EmbeddedServer("gemma-3-270m", backend="cpp", n_ctx=4096, parallel=1,
-                        cache_dir=cache) as srv:
-        yield srv
