@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from amc.sweeps.report import fmt_diff
+from amc.sweeps.select import compare
+
 TARGET = {"webshop": "the graded score to come", "sciworld": "the score to come"}
 TASKS = {"webshop": "goals", "sciworld": "games"}
 CAVEAT = {"webshop": " Its rollouts take the agent's remaining steps only, not WebShop's forced "
@@ -43,3 +46,29 @@ def _one(v: str, q: dict[str, Any] | None, bench: str) -> str:
     return (text + f"; the rollout value on the same states (M = {c['rollouts']:.0f}) Pearson "
             f"{c['pearson']:.3f}, AUC {c['auc']:.3f}, within {c['auc_within']:.3f}."
             + CAVEAT.get(bench, ""))
+
+
+def split_current(runs: list[dict[str, Any]], current: dict[str, str]
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(every cell but the superseded ones, the learned cells of a benchmark that ran with a
+    value other than its stage's current one, ``current``: benchmark -> model hash). The
+    superseded cells are kept and listed (:func:`superseded_note`), never chosen or tabled."""
+    def old(r: dict[str, Any]) -> bool:
+        b = r["cell"].get("benchmark", "textcraft")
+        return (r["cell"]["value"] == "learned" and b in current
+                and r.get("value_model_hash") != current[b])
+
+    return [r for r in runs if not old(r)], [r for r in runs if old(r)]
+
+
+def superseded_note(old: list[dict[str, Any]], bench: str) -> str:
+    """One sentence per superseded cell of ``bench``: value, split, skill, AMC - BoN."""
+    rows = [r for r in old if r["cell"].get("benchmark", "textcraft") == bench]
+    if not rows:
+        return ""
+    parts = [f"`{r.get('value_model_hash')}` {r['cell']['split']} q = {r['cell']['q']:g}, "
+             f"N = {r['cell']['n']}: {fmt_diff(compare(r))} over {len(r['rows'])} pairs"
+             for r in sorted(rows, key=lambda r: (str(r.get("value_model_hash")), r["name"]))]
+    return ("Superseded (kept, not in the tables: cells of an earlier learned value of this "
+            "benchmark, AMC − Best-of-N on the oracle best-of-pool score): " + "; ".join(parts)
+            + ".")

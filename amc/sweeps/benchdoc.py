@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from amc.sweeps import grid
-from amc.sweeps.bench_values import value_note
+from amc.sweeps.bench_values import superseded_note, value_note
 from amc.sweeps.config import recorded_cell
 from amc.sweeps.hidden import LABEL, selection_summary
 from amc.sweeps.plots import plot_bench_beta
@@ -203,13 +203,19 @@ def rollout_cost_sentence(cost: dict[str, Any]) -> str:
             f"(one verified replay per rollout). Measured at N = {r0['n']}, M = "
             f"{r0['rollouts']}, budget {r0['budget']}, every {r0['every']}: "
             + "; ".join(_run_sentence(r) for r in runs) + ". ")
-    try:
-        total = sum(cell_seconds({"runs": runs}, c) for c in cells)
-    except ValueError as err:
-        return head + f"The declared ceiling cells (q = {qs}) cannot be sized yet: {err}."
-    return head + (f"So the {len(cells)} declared ceiling cells (q = {qs}; every test game, "
+    measured = {r["q"] for r in runs}
+    sized = [c for c in cells if c["q"] in measured]
+    if not sized:
+        return head + (f"The declared ceiling cells (q = {qs}) cannot be sized yet: no "
+                       "measured rollout-value pairs at their q.")
+    total = sum(cell_seconds({"runs": runs}, c) for c in sized)
+    rest = [f"{c['q']:g}" for c in cells if c["q"] not in measured]
+    return head + (f"So the {len(sized)} declared ceiling cells at q = "
+                   f"{', '.join(format(c['q'], 'g') for c in sized)} (every test game, "
                    f"{len(cells[0]['seeds'])} seeds, β = {cells[0]['beta']:g} fixed without "
-                   f"validation) come to about {total / 60:.0f} min at these figures.")
+                   f"validation) come to about {total / 60:.0f} min at these figures"
+                   + (f"; the one at q = {', '.join(rest)} is not sized (no measured pairs "
+                      "at that q)." if rest else "."))
 
 
 def webshop_section(runs: list[dict[str, Any]]) -> str:
@@ -323,8 +329,8 @@ TEXTCRAFT_NOTE = (
 
 
 def bench_sections(runs: list[dict[str, Any]], plots: Path | None = None,
-                   link: str = "evidence", values: dict[str, dict[str, Any]] | None = None
-                   ) -> list[str]:
+                   link: str = "evidence", values: dict[str, dict[str, Any]] | None = None,
+                   superseded: list[dict[str, Any]] | None = None) -> list[str]:
     """The sections after the summary: WebShop's tables (and its plot, drawn under ``plots``
     when given, linked as ``link/``; its learned values' quality from ``values``) and the
     TextCraft note."""
@@ -338,7 +344,8 @@ def bench_sections(runs: list[dict[str, Any]], plots: Path | None = None,
         if plots is not None:
             plot_bench_beta(cells, "WebShop", plots / "webshop_gain_vs_beta.png")
         web += f"\n![WebShop gain vs beta]({link}/webshop_gain_vs_beta.png)\n"
-    sci = value_note(runs, values or {}, "sciworld")
+    sci = "\n\n".join(x for x in (value_note(runs, values or {}, "sciworld"),
+                                   superseded_note(superseded or [], "sciworld")) if x)
     return [web, *([f"\n## SciWorld's learned value\n\n{sci}\n"] if sci else []), TEXTCRAFT_NOTE]
 
 

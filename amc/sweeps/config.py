@@ -214,7 +214,7 @@ class SweepParams(Frozen):
     """WebShop's learned value (stage ``value_webshop``: ``models/value-webshop``)."""
     value_sciworld: BenchValueParams = BenchValueParams(
         cell=SCIWORLD_VALUE_CELL,
-        value=ValueParams(q_grid=(0.6,), rollouts=8, max_length=384, ceiling=False,
+        value=ValueParams(q_grid=(0.3, 0.6), rollouts=8, max_length=384, ceiling=False,
                           sizes=(250, 500, 1000), work_dir="work/value-sciworld",
                           out_dir="models/value-sciworld",
                           quality_file="out/value_quality_sciworld.json"))

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from amc.sweeps.bench_values import split_current
 from amc.sweeps.benchdoc import bench_of, bench_sections, bench_sentence, summary_section
 from amc.sweeps.protocol import Protocol, load_protocol
 from amc.sweeps.report import (
@@ -67,6 +68,17 @@ def load_cost(root: Path) -> dict[str, Any] | None:
     return {**cost, "rollout": json.loads(r.read_text())} if r.is_file() else cost
 
 
+def load_current(root: Path) -> dict[str, str]:
+    """Benchmark -> the model hash of its value stage's current value
+    (``root/value_quality_<bench>.json``; benchmarks without one are left out)."""
+    out = {}
+    for b in ("webshop", "sciworld"):
+        p = root / f"value_quality_{b}.json"
+        if p.is_file():
+            out[b] = str(json.loads(p.read_text())["model_hash"])
+    return out
+
+
 def load_values(root: Path) -> dict[str, dict[str, Any]]:
     """Every learned value's quality record by content hash (``root/values/<hash>.json``)."""
     return {p.stem: json.loads(p.read_text()) for p in sorted((root / "values").glob("*.json"))}
@@ -85,11 +97,15 @@ the value stage holds now (since issue 30 the protocol's winner, shown in the qu
 def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
            plots: Path | None, link: str,
            values: dict[str, dict[str, Any]] | None = None,
-           cost: dict[str, Any] | None = None, protocol: Protocol | None = None) -> str:
+           cost: dict[str, Any] | None = None, protocol: Protocol | None = None,
+           current: dict[str, str] | None = None) -> str:
     """The whole document (plots written under ``plots`` when given, linked as ``link/``):
     the per-benchmark summary first, then TextCraft's sweep, then the other benchmarks; with
-    a declared ``protocol``, its candidates' section (:mod:`amc.sweeps.report_methods`)."""
-    others = [r for r in runs if bench_of(r) != "textcraft"]
+    a declared ``protocol``, its candidates' section (:mod:`amc.sweeps.report_methods`);
+    ``current`` (benchmark -> its value stage's model hash, :func:`load_current`) sets the
+    cells of an earlier WebShop / SciWorld value apart."""
+    others, old_others = split_current([r for r in runs if bench_of(r) != "textcraft"],
+                                       current or {})
     runs, after = split_closed([r for r in runs if bench_of(r) == "textcraft"])
     before = (values or {}).get(OPEN_CHANNEL_VALUE) or quality  # the open-channel sweep's
     runs, old = split_superseded(runs, before)
@@ -110,7 +126,7 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
     parts.append(value_goal_section(protocol, after, values or {}))
     parts.append(superseded_section(old, values or {}))
     parts.append(quality_section(quality, plots, link))
-    parts += bench_sections(others, plots, link, values)
+    parts += bench_sections(others, plots, link, values, old_others)
     return "\n".join(p for p in parts if p).rstrip() + "\n"
 
 
@@ -126,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     plots = None if args.check else args.doc.parent / "evidence"
     text = render(load_runs(args.runs), load_quality(args.runs), plots, "evidence",
                   load_values(args.runs), load_cost(args.runs),
-                  load_protocol(args.protocol) if args.protocol.is_file() else None)
+                  load_protocol(args.protocol) if args.protocol.is_file() else None,
+                  load_current(args.runs))
     if args.check:
         same = args.doc.is_file() and args.doc.read_text() == text
         print("up to date" if same else f"{args.doc} differs from the committed results")

@@ -132,8 +132,7 @@ def test_sciworld_ceiling_column_reads_the_declared_ceiling_cell():
     (row,) = [ln for ln in summary_section(runs, None).splitlines()
               if ln.startswith("| sciworld")]
     assert row.split(" | ")[7] == "–"  # no ceiling yet
-    declared = CEILINGS["sciworld"][0]
-    assert declared["q"] == 0.6
+    declared = next(c for c in CEILINGS["sciworld"] if c["q"] == 0.6)
     ceiling = sci(0.2, **declared)
     (row,) = [ln for ln in summary_section([*runs, ceiling], None).splitlines()
               if ln.startswith("| sciworld")]
@@ -161,10 +160,13 @@ def test_sciworld_rollout_cost_sentence_reads_the_measured_pairs():
     assert "(median; 10–30 s), Best-of-N 2 s, with 5.0–8.0× Best-of-N's prior calls" in text
     assert "best-of-pool score is 1 in 2 of 3 of these pairs" in text  # t / 2 >= 1: t = 2, 3
     assert "at q = 0.8 (idle; 3 test games, one seed) AMC with the rollout value takes 10 s" in text
-    minutes = sum(cell_seconds(rollout, c) for c in CEILINGS["sciworld"]) / 60
-    assert f"come to about {minutes:.0f} min" in text
-    assert "cannot be sized yet: no measured rollout-value pairs at q = 0.8" in (
-        rollout_cost_sentence({"rollout": {"runs": [run(0.6, 1.0)]}}))
+    sized = [c for c in CEILINGS["sciworld"] if c["q"] in (0.6, 0.8)]
+    minutes = sum(cell_seconds(rollout, c) for c in sized) / 60
+    assert f"ceiling cells at q = 0.6, 0.8 (every test game" in text
+    assert f"come to about {minutes:.0f} min at these figures; the one at q = 0.3 is not sized" \
+        in text
+    one = rollout_cost_sentence({"rollout": {"runs": [run(0.6, 1.0)]}})
+    assert "the 1 declared ceiling cells at q = 0.6 " in one and "q = 0.3, 0.8 is not sized" in one
     assert "not measured yet" in rollout_cost_sentence({})
 
 
@@ -268,3 +270,23 @@ def test_the_learned_row_s_ceiling_is_the_declared_forced_buy_cell_once_it_ran(t
 
     bench_sections(with_ff, tmp_path, "ev")  # two test cells at one (q, N, beta) in one plot
     assert (tmp_path / "webshop_gain_vs_beta.png").stat().st_size > 0
+
+
+def test_cells_of_an_earlier_sciworld_value_are_kept_apart_and_listed():
+    from amc.sweeps.bench_values import split_current
+    from amc.sweeps.benchdoc import bench_sections
+
+    def rec(h: str, value: str = "learned") -> dict:
+        return {"name": f"sci-{h}-{value}", "value_model_hash": h, "rows": [],
+                "cell": {"benchmark": "sciworld", "value": value, "split": "test", "q": 0.6,
+                         "n": 4}}
+
+    runs = [rec("old"), rec("new"), rec("old", "none"), web(0.1, "test", value="learned")]
+    keep, old = split_current(runs, {"sciworld": "new"})
+    assert [r["name"] for r in old] == ["sci-old-learned"]  # value-free cells stay
+    assert len(keep) == 3 and runs[3] in keep  # no WebShop entry: nothing set apart there
+    keep, old = split_current(runs, {})
+    assert not old
+    parts = bench_sections([], values={}, superseded=[rec("old")])
+    sci = next(x for x in parts if "SciWorld's learned value" in x)
+    assert "Superseded" in sci and "`old` test q = 0.6, N = 4" in sci
