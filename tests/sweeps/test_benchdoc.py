@@ -162,7 +162,7 @@ def test_sciworld_rollout_cost_sentence_reads_the_measured_pairs():
     assert "at q = 0.8 (idle; 3 test games, one seed) AMC with the rollout value takes 10 s" in text
     sized = [c for c in CEILINGS["sciworld"] if c["q"] in (0.6, 0.8)]
     minutes = sum(cell_seconds(rollout, c) for c in sized) / 60
-    assert f"ceiling cells at q = 0.6, 0.8 (every test game" in text
+    assert "ceiling cells at q = 0.6, 0.8 (every test game" in text
     assert f"come to about {minutes:.0f} min at these figures; the one at q = 0.3 is not sized" \
         in text
     one = rollout_cost_sentence({"rollout": {"runs": [run(0.6, 1.0)]}})
