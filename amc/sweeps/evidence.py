@@ -42,6 +42,8 @@ from amc.sweeps.report_values import quality_section, split_superseded, supersed
 
 FACTORS = ("q", "beta", "schedule", "n", "slack")
 PROTOCOL = Path("sweeps/protocol-issue30.yaml")
+RENDER_PROTOCOL = Path("sweeps/protocol-issue30-render.yaml")
+"""Issue 30's second declared study (the value's rendering), its own methods section."""
 """The declared protocol whose candidates get the "Value methods" section."""
 
 
@@ -98,12 +100,14 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
            plots: Path | None, link: str,
            values: dict[str, dict[str, Any]] | None = None,
            cost: dict[str, Any] | None = None, protocol: Protocol | None = None,
-           current: dict[str, str] | None = None) -> str:
+           current: dict[str, str] | None = None,
+           more: tuple[Protocol, ...] = ()) -> str:
     """The whole document (plots written under ``plots`` when given, linked as ``link/``):
     the per-benchmark summary first, then TextCraft's sweep, then the other benchmarks; with
     a declared ``protocol``, its candidates' section (:mod:`amc.sweeps.report_methods`);
     ``current`` (benchmark -> its value stage's model hash, :func:`load_current`) sets the
-    cells of an earlier WebShop / SciWorld value apart."""
+    cells of an earlier WebShop / SciWorld value apart; ``more``: further declared protocols,
+    each its own methods section after the first's."""
     others, old_others = split_current([r for r in runs if bench_of(r) != "textcraft"],
                                        current or {})
     runs, after = split_closed([r for r in runs if bench_of(r) == "textcraft"])
@@ -123,6 +127,7 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
     parts.append(cannot_win(runs))
     parts.append(closed_section(after, values or {}))
     parts.append(methods_section(protocol, after, values or {}))
+    parts += [methods_section(m, after, values or {}) for m in more]
     parts.append(value_goal_section(protocol, after, values or {}))
     parts.append(superseded_section(old, values or {}))
     parts.append(quality_section(quality, plots, link))
@@ -143,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     text = render(load_runs(args.runs), load_quality(args.runs), plots, "evidence",
                   load_values(args.runs), load_cost(args.runs),
                   load_protocol(args.protocol) if args.protocol.is_file() else None,
-                  load_current(args.runs))
+                  load_current(args.runs),
+                  (load_protocol(RENDER_PROTOCOL),) if RENDER_PROTOCOL.is_file() else ())
     if args.check:
         same = args.doc.is_file() and args.doc.read_text() == text
         print("up to date" if same else f"{args.doc} differs from the committed results")

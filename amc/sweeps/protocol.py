@@ -86,6 +86,8 @@ class Protocol(Frozen):
 
     issue: int
     """The issue the study belongs to."""
+    label: str | None = None
+    """The file's stem where an issue has several protocols (None: ``protocol-issue<N>``)."""
     validation: Validation
     """The validation split."""
     candidates: tuple[Candidate, ...]
@@ -94,6 +96,11 @@ class Protocol(Frozen):
     """The choice rule."""
     test: tuple[dict[str, Any], ...] = ()
     """Cell overrides of the test cells the chosen candidate runs (once each)."""
+
+
+def stem(protocol: Protocol) -> str:
+    """The protocol file's stem (``protocol-issue30``, ``protocol-issue30-render``)."""
+    return protocol.label or f"protocol-issue{protocol.issue}"
 
 
 def load_protocol(path: str | Path) -> Protocol:

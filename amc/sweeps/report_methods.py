@@ -26,7 +26,7 @@ import math
 from typing import Any
 
 from amc.sweeps.config import LEGACY_CELL, CellParams, ValueParams
-from amc.sweeps.protocol import Candidate, Protocol, choose, value_overrides
+from amc.sweeps.protocol import Candidate, Protocol, choose, stem, value_overrides
 from amc.sweeps.report import fmt_diff
 from amc.sweeps.select import compare
 from amc.value.offline import FIGURES, HIGHER_IS_BETTER, spearman_exact
@@ -237,8 +237,10 @@ def methods_section(protocol: Protocol | None, runs: list[dict[str, Any]],
     cells = candidate_cells(protocol, runs, values)
     k, n = sum(bool(v) for v in cells.values()), len(protocol.candidates)
     figs = " | ".join(LABELS[f] for f in FIGURES)
-    lines = [f"## Value methods (issue {protocol.issue}'s declared candidates)\n",
-             f"The {n} candidates of `sweeps/protocol-issue{protocol.issue}.yaml`, in its "
+    title = ("" if protocol.label is None else
+             f": {protocol.label.removeprefix(f'protocol-issue{protocol.issue}-')}")
+    lines = [f"## Value methods (issue {protocol.issue}'s declared candidates{title})\n",
+             f"The {n} candidates of `sweeps/{stem(protocol)}.yaml`, in its "
              f"order; **{k} of {n} run**. Each has one validation cell ({protocol.validation.tasks}"
              f" tasks × {protocol.validation.seeds} seeds); offline figures of its value on the "
              "value's held-out states (`evidence/values/<value id>.json`); gain = AMC − "

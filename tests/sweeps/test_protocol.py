@@ -110,3 +110,21 @@ def test_commands_queue_each_validation_candidate_and_the_chosen_tests_with_thei
     assert all("-S 'cell.split=test'" in c for c in test)
     assert main([str(FILE), "test", "--chosen", "nope"]) == 2
     assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_the_rendering_protocol_starts_from_the_first_protocol_s_winner_as_it_ran():
+    """The second study's reference is the first's winner exactly as its cells ran (same
+    validation split, value keys, and sweeps/params.yaml's max_length): a mismatch would make
+    its committed validation cell not count, or count a different value."""
+    from amc.sweeps.config import load_sweep_params
+    from amc.sweeps.protocol import stem
+
+    first, render = load_protocol(FILE), load_protocol(ROOT / "sweeps/protocol-issue30-render.yaml")
+    assert render.validation == first.validation and render.choice == first.choice
+    winner = next(c for c in first.candidates if c.name == render.candidates[0].name)
+    ref = render.candidates[0]
+    assert ref.cell == winner.cell
+    assert ref.value == {**winner.value, "max_length": load_sweep_params(
+        ROOT / "sweeps/params.yaml").value.max_length}
+    assert all(c.value.get("show_budget", False) is False for c in render.candidates)
+    assert stem(render) == "protocol-issue30-render" and stem(first) == "protocol-issue30"
