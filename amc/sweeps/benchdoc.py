@@ -19,7 +19,7 @@ from amc.sweeps import grid
 from amc.sweeps.bench_values import superseded_note, value_note
 from amc.sweeps.config import recorded_cell
 from amc.sweeps.hidden import LABEL, selection_summary
-from amc.sweeps.plots import plot_bench_beta
+from amc.sweeps.plots import plot_bench_beta, plot_bench_q
 from amc.sweeps.report import _twin, best_regime, describe, fmt_diff
 from amc.sweeps.select import VALUE_LABEL, compare, selection_loss
 from amc.sweeps.signflip import paired_sign_flip
@@ -344,9 +344,23 @@ def bench_sections(runs: list[dict[str, Any]], plots: Path | None = None,
         if plots is not None:
             plot_bench_beta(cells, "WebShop", plots / "webshop_gain_vs_beta.png")
         web += f"\n![WebShop gain vs beta]({link}/webshop_gain_vs_beta.png)\n"
-    sci = "\n\n".join(x for x in (value_note(runs, values or {}, "sciworld"),
-                                   superseded_note(superseded or [], "sciworld")) if x)
-    return [web, *([f"\n## SciWorld's learned value\n\n{sci}\n"] if sci else []), TEXTCRAFT_NOTE]
+    return [web, sciworld_section(runs, plots, link, values or {}, superseded or []),
+            TEXTCRAFT_NOTE]
+
+
+def sciworld_section(runs: list[dict[str, Any]], plots: Path | None, link: str,
+                     values: dict[str, dict[str, Any]], superseded: list[dict[str, Any]]) -> str:
+    """SciWorld's plot of its test cells against q (drawn under ``plots`` when given), its
+    learned values' quality and the superseded cells (empty: no SciWorld test cell)."""
+    test = grid.of_bench(runs, "sciworld", "test")
+    if not test:
+        return ""
+    text = ["\n## SciWorld\n", f"![SciWorld gain vs q]({link}/sciworld_gain_vs_q.png)"]
+    if plots is not None:
+        plot_bench_q(test, "SciWorld", plots / "sciworld_gain_vs_q.png")
+    text += [x for x in (value_note(runs, values, "sciworld"),
+                         superseded_note(superseded, "sciworld")) if x]
+    return "\n\n".join(text) + "\n"
 
 
 NAME = {"textcraft": "TextCraft", "webshop": "WebShop", "sciworld": "SciWorld"}

@@ -64,7 +64,8 @@ def _bench_value(cell: dict[str, Any]) -> str:
     """A fixed-budget cell's value as the plot labels it (WebShop's rollouts: with the buy?)."""
     if cell["value"] != "rollout":
         return VALUE_LABEL.get(str(cell["value"]), str(cell["value"]))
-    return "rollout + buy" if recorded_cell(cell).rollout_final else "rollout"
+    buy = recorded_cell(cell).rollout_final and cell.get("benchmark") == "webshop"
+    return "rollout + buy" if buy else "rollout"  # the forced buy is WebShop's
 
 
 def plot_bench_beta(recs: list[dict[str, Any]], bench: str, out: Path) -> Path:
@@ -95,6 +96,37 @@ def plot_bench_beta(recs: list[dict[str, Any]], bench: str, out: Path) -> Path:
     ax.set_ylabel("AMC − Best-of-N (oracle score)")
     ax.set_title(f"{bench}: per value and (q, N)")
     ax.legend(fontsize=6, ncol=2, loc="lower left")  # the low-beta corner below 0 is empty
+    return save_png(fig, out)
+
+
+def plot_bench_q(recs: list[dict[str, Any]], bench: str, out: Path) -> Path:
+    """A fixed-budget benchmark's test cells against the prior's skill q: AMC - Best-of-N
+    (oracle score, 95% interval) per value (left), and Best-of-N's own score (right: where it
+    is near 1, no method can gain). One point per test cell, all N pooled by value."""
+    plt = pyplot()
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(8.4, 3.6))
+    cells = [(r, c) for r in recs if r["cell"]["split"] == "test"
+             and (c := compare(r)) is not None]
+    values = sorted({_bench_value(r["cell"]) for r, _ in cells})
+    for j, value in enumerate(values):
+        pts = sorted((float(r["cell"]["q"]), c) for r, c in cells
+                     if _bench_value(r["cell"]) == value)
+        x = [q + (j - len(values) / 2) * 0.01 for q, _ in pts]
+        err = [[c.d.mean - c.d.lo for _, c in pts], [c.d.hi - c.d.mean for _, c in pts]]
+        ax.errorbar(x, [c.d.mean for _, c in pts], yerr=err, marker="s", capsize=3, ls="",
+                    color=f"C{j % 10}", label=value)
+    qs = sorted({float(r["cell"]["q"]) for r, _ in cells})
+    bon = [sum(c.a for r, c in cells if float(r["cell"]["q"]) == q)
+           / sum(1 for r, _ in cells if float(r["cell"]["q"]) == q) for q in qs]
+    bx.plot(qs, bon, "o-", color="grey")
+    bx.set_ylim(0, 1.05)
+    bx.set_xlabel("planner-mix skill q")
+    bx.set_ylabel("Best-of-N oracle score (test)")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xlabel("planner-mix skill q")
+    ax.set_ylabel("AMC − Best-of-N (oracle score)")
+    ax.set_title(f"{bench}: test cells per value")
+    ax.legend(fontsize=7)
     return save_png(fig, out)
 
 

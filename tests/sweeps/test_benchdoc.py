@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -205,21 +207,25 @@ def test_the_webshop_section_shows_the_learned_value_s_held_out_quality():
     assert "no quality record" in bench_sections(runs, values={})[0]
 
 
-def test_sciworld_s_learned_value_gets_its_own_paragraph_without_a_ceiling():
+def test_sciworld_s_learned_value_gets_its_own_paragraph_without_a_ceiling(tmp_path: Path):
     from amc.sweeps.benchdoc import bench_sections
 
-    rec = {"cell": {"benchmark": "sciworld", "value": "learned", "split": "test"},
-           "value_model_hash": "def", "rows": []}
+    rec = sci(0.1, "test", "learned")
+    rec["value_model_hash"] = "def"
     quality = {"final": {"test_pearson": 0.41, "test_auc": 0.7, "test_auc_within": 0.62},
                "ceiling": None, "held_out": "test",
                "data": {"q_grid": [0.6], "splits": {"train": {"rows": 900, "tasks": 15},
                                                     "test": {"rows": 212}}}}
-    parts = bench_sections([rec], values={"def": quality})
-    sci = next(x for x in parts if "SciWorld's learned value" in x)
-    assert "stage value_sciworld: 900 training states of 15 train games" in sci
-    assert "on 212 held-out states Pearson 0.410, AUC 0.700, AUC within (game, step) 0.620" in sci
-    assert "no rollout ceiling" in sci and "(M = " not in sci
-    assert not any("SciWorld's learned value" in x for x in bench_sections([], values={}))
+    runs = [rec, sci(0.0, "test", "none", q=0.3), sci(0.2, "test", "rollout", q=0.3)]
+    parts = bench_sections(runs, tmp_path, "ev", values={"def": quality})
+    assert (tmp_path / "sciworld_gain_vs_q.png").stat().st_size > 0  # every value, two q
+    sci_part = next(x for x in parts if "## SciWorld" in x)
+    assert "stage value_sciworld: 900 training states of 15 train games" in sci_part
+    assert "on 212 held-out states Pearson 0.410, AUC 0.700, AUC within (game, step) 0.620" \
+        in sci_part
+    assert "no rollout ceiling" in sci_part and "(M = " not in sci_part
+    assert "sciworld_gain_vs_q.png" in sci_part
+    assert not any("## SciWorld" in x for x in bench_sections([], values={}))
 
 
 def test_the_webshop_section_says_which_rollout_cells_stop_before_the_forced_buy():
@@ -287,6 +293,6 @@ def test_cells_of_an_earlier_sciworld_value_are_kept_apart_and_listed():
     assert len(keep) == 3 and runs[3] in keep  # no WebShop entry: nothing set apart there
     keep, old = split_current(runs, {})
     assert not old
-    parts = bench_sections([], values={}, superseded=[rec("old")])
-    sci = next(x for x in parts if "SciWorld's learned value" in x)
-    assert "Superseded" in sci and "`old` test q = 0.6, N = 4" in sci
+    parts = bench_sections([sci(0.0, "test", "none")], values={}, superseded=[rec("old")])
+    part = next(x for x in parts if "## SciWorld" in x)
+    assert "Superseded" in part and "`old` test q = 0.6, N = 4" in part
