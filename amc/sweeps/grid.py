@@ -209,6 +209,20 @@ def best_regime(runs: Sequence[dict[str, Any]], bench: str, value: str
     return max(recs, key=lambda r: (_diff(r), r["cell"]["beta"]), default=None)
 
 
+def done_names(runs: Path, quality: Path) -> set[str]:
+    """Cell names with a record under ``runs``; a learned cell counts only when its record
+    ran with the value stage's current model (``quality``'s ``model_hash``, when present),
+    so a retrained value's cells are listed again (their earlier records stay, superseded)."""
+    current = json.loads(quality.read_text())["model_hash"] if quality.is_file() else None
+    out = set()
+    for p in runs.glob("*.json"):
+        rec = json.loads(p.read_text() or "{}")
+        learned = (rec.get("cell") or {}).get("value") == "learned"
+        if not (learned and current and rec.get("value_model_hash") != current):
+            out.add(p.stem.split("--")[0])
+    return out
+
+
 def overrides(c: dict[str, Any]) -> str:
     """``-S cell.k=v ...`` for ``dvc exp run`` (lists as JSON)."""
     return " ".join(f"-S 'cell.{k}={json.dumps(v) if isinstance(v, list) else v}'"
@@ -236,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: no {args.bench} validation records under {args.runs}/runs",
                   file=sys.stderr)
             return 2
-    done = {p.stem.split("--")[0] for p in (args.runs / "runs").glob("*.json")}
+    done = done_names(args.runs / "runs", Path(f"out/value_quality_{args.bench}.json"))
     for c in cells:
         if not (args.skip_done and cell_name(CellParams.model_validate(c)) in done):
             print(overrides(c))

@@ -139,6 +139,19 @@ def test_the_learned_webshop_cells_read_the_webshop_value(tmp_path: Path,
     out = capsys.readouterr().out.splitlines()
     assert len(out) == len(candidates("webshop")) - 1 and overrides(learned[0]) not in out
     assert overrides(learned[1]) in out and "cell.value_model=models/value-webshop" in out[-1]
+    # a retrained value: the record ran with another model, so its cell is listed again
+    from amc.sweeps.grid import done_names
+
+    rec = {"cell": {"value": "learned"}, "value_model_hash": "old"}
+    (tmp_path / "runs" / f"{done}.json").write_text(json.dumps(rec))
+    quality = tmp_path / "q.json"
+    assert done in done_names(tmp_path / "runs", quality)  # no current value known
+    quality.write_text(json.dumps({"model_hash": "old"}))
+    assert done in done_names(tmp_path / "runs", quality)
+    quality.write_text(json.dumps({"model_hash": "new"}))
+    assert done not in done_names(tmp_path / "runs", quality)
+    (tmp_path / "runs" / "none-cell.json").write_text(json.dumps({"cell": {"value": "none"}}))
+    assert "none-cell" in done_names(tmp_path / "runs", quality)  # value-free cells stay done
 
 
 def test_the_webshop_forced_buy_ceilings_are_new_cells_at_the_rollout_value_s_choice():
