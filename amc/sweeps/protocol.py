@@ -184,10 +184,13 @@ def value_overrides(protocol: Protocol, cand: Candidate) -> dict[str, Any]:
 
 def commands(protocol: Protocol, stage: str, chosen: str | None = None) -> list[str]:
     """``dvc exp run --queue`` lines (run in ``sweeps/``): every candidate's validation cell,
-    or the chosen candidate's test cells with the rollout ceiling at the same settings."""
+    or the chosen candidate's test cells with the rollout ceiling at the same settings. Each
+    names its stages (``value cell``; ``cell`` for a ceiling): without targets an experiment
+    also reproduces the other benchmarks' value stages where their outputs are not cached
+    (a fresh clone), which changes nothing in the cell and costs their whole runs."""
     q = "dvc exp run --queue"
     if stage == "validation":
-        return [" ".join([q, *_flags("value", value_overrides(protocol, c)), *_flags(
+        return [" ".join([q, "value cell", *_flags("value", value_overrides(protocol, c)), *_flags(
             "cell", {**c.cell, "value": "learned", "split": "validation"})])
             for c in protocol.candidates]
     pick = next((c for c in protocol.candidates if c.name == chosen), None)
@@ -196,7 +199,7 @@ def commands(protocol: Protocol, stage: str, chosen: str | None = None) -> list[
     out = []
     for t in protocol.test:
         cell = {**pick.cell, **t, "split": "test"}
-        out.append(" ".join([q, *_flags("value", value_overrides(protocol, pick)),
+        out.append(" ".join([q, "value cell", *_flags("value", value_overrides(protocol, pick)),
                              *_flags("cell", {**cell, "value": "learned"})]))
         ceiling = {k: v for k, v in cell.items() if k != "sharpen"}
         out.append(" ".join([q, "cell", *_flags("cell", {**ceiling, "value": "rollout"})]))

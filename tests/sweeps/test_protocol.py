@@ -108,6 +108,9 @@ def test_commands_queue_each_validation_candidate_and_the_chosen_tests_with_thei
     assert "-S 'cell.sharpen=8'" in learned and "sharpen" not in ceiling
     assert "-S 'cell.value=rollout'" in ceiling and "-S 'cell.beta=0.05'" in ceiling
     assert all("-S 'cell.split=test'" in c for c in test)
+    # targets named: no other benchmark's value stage runs inside an experiment
+    assert all(c.startswith("dvc exp run --queue value cell -S") for c in [*val, learned])
+    assert ceiling.startswith("dvc exp run --queue cell -S")
     assert main([str(FILE), "test", "--chosen", "nope"]) == 2
     assert capsys.readouterr().err.startswith("error: ")
 
