@@ -8,9 +8,10 @@
 # Every cell: 54 depth-2 tasks x 6 seeds = 324 (task, seed) pairs (sweeps/params.yaml).
 set -euo pipefail
 q() { dvc exp run --queue cell "$@" >/dev/null && echo "queued: $*"; }
-# learned cells: the whole pipeline (value is up to date and skipped, but its models/value is
-# checked out into the experiment's workspace, which a `cell`-only run does not do)
-ql() { dvc exp run --queue "$@" >/dev/null && echo "queued: $*"; }
+# learned cells: targets value and cell (value is up to date and skipped, but its models/value
+# is checked out into the experiment's workspace, which a `cell`-only run does not do; without
+# targets a fresh clone would also rerun the other benchmarks' value stages)
+ql() { dvc exp run --queue value cell "$@" >/dev/null && echo "queued: $*"; }
 rollout() {
   q -S cell.value=rollout
   q -S cell.value=none
