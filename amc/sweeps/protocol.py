@@ -92,6 +92,10 @@ class Protocol(Frozen):
     """The validation split."""
     candidates: tuple[Candidate, ...]
     """In order of preference (a tie goes to the earlier)."""
+    value_base: dict[str, Any] = Field(default_factory=dict)
+    """Value keys every candidate's cells ran with that no candidate overrides (the params
+    file's values then), so a cell that differs in them -- another study's -- is not taken
+    for a candidate's; a candidate's own ``value`` wins over it."""
     choice: Choice = Choice()
     """The choice rule."""
     test: tuple[dict[str, Any], ...] = ()
@@ -177,8 +181,8 @@ def value_overrides(protocol: Protocol, cand: Candidate) -> dict[str, Any]:
     defaults, so its commands do not change when ``sweeps/params.yaml`` takes the winner."""
     from amc.sweeps.config import ValueParams
 
-    base = ValueParams().model_dump(mode="json")
-    keys = sorted({k for c in protocol.candidates for k in c.value})
+    base = {**ValueParams().model_dump(mode="json"), **protocol.value_base}
+    keys = sorted({k for c in protocol.candidates for k in c.value} | set(protocol.value_base))
     return {k: cand.value.get(k, base[k]) for k in keys}
 
 

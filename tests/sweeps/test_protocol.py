@@ -131,3 +131,12 @@ def test_the_rendering_protocol_starts_from_the_first_protocol_s_winner_as_it_ra
         ROOT / "sweeps/params.yaml").value.max_length}
     assert all(c.value.get("show_budget", False) is False for c in render.candidates)
     assert stem(render) == "protocol-issue30-render" and stem(first) == "protocol-issue30"
+    # the first protocol's cells ran at the params file's max_length: its candidates' keys say
+    # so, so a longer rendering's cell is no first-protocol candidate's (and the reference is)
+    from amc.sweeps.protocol import value_overrides
+
+    spelled = value_overrides(first, winner)
+    assert spelled["max_length"] == 192 and spelled["history_k"] == 8
+    ref_keys = value_overrides(render, ref)
+    assert all(ref_keys[k] == v for k, v in spelled.items() if k in ref_keys)
+    assert value_overrides(render, render.candidates[1])["max_length"] == 288

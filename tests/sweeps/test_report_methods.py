@@ -46,16 +46,17 @@ def test_section_matches_the_committed_cells_and_values():
     text = methods_section(protocol, runs, values)
     rows = rows_of(text)
     assert list(rows) == [c.name for c in protocol.candidates]  # the protocol's order
-    base = ValueParams().model_dump()
+    base = {**ValueParams().model_dump(), **protocol.value_base}
+    keys = (*VALUE_KEYS, *protocol.value_base)  # the rendering study's cells differ in these
     found = 0
     for c in protocol.candidates:
-        want_value = {k: c.value.get(k, base[k]) for k in VALUE_KEYS}
+        want_value = {k: c.value.get(k, base[k]) for k in keys}
         mine = [r for r in runs if r["cell"]["split"] == "validation"
                 and r["cell"]["value"] == "learned" and r["cell"]["beta"] == c.cell["beta"]
                 and r["cell"]["sharpen"] == c.cell.get("sharpen", 1.0)
                 and r["cell"]["val_tasks"] == 116 and r["cell"]["n"] == 4
                 and {k: values.get(r.get("value_model_hash"), {}).get("params", {}).get(k)
-                     for k in VALUE_KEYS} == want_value]
+                     for k in keys} == want_value]
         if not mine:
             assert rows[c.name].endswith("| not run yet |")
             continue
