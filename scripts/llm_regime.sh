@@ -11,6 +11,7 @@
 #   scripts/llm_regime.sh rounds [K]  # rounds 0..K-1 (default 4) of the Prefect retraining
 #                                     # flow + each challenger on the declared 60-task set
 #   scripts/llm_regime.sh rounds-keep # a running `rounds`' finished results, kept now
+#   scripts/llm_regime.sh rounds-registry  # only the fresh sitting's restore (rounds does it)
 # The budget is chosen on the calibration (train tasks) before any test task runs: collect
 # with smc.max_steps = B, pick b <= B, set smc.max_steps = b in the params file, rerun collect
 # (the shorter rollouts are the longer ones' first b steps: replayed from the response cache).
@@ -53,6 +54,7 @@ unkeep() {  # unkeep SRC DEST: gunzip every kept results file that DEST lacks
 rounds_keep() {  # the ledgers, every round's rollouts and the frozen set's file, into KR
   local L; L=$(pget "$RP" p.rounds.ledger_dir); mkdir -p "$KR/ledger" "$KR/frozen"
   cp "$L"/round-*.json "$KR/ledger/" 2>/dev/null || true
+  [ -e "$L/restores.jsonl" ] && cp "$L/restores.jsonl" "$KR/ledger/"
   local C; C=$(pget "$RP" p.collect.out_dir)
   for d in "$C"/round-*; do
     [ -d "$d" ] || continue
@@ -68,7 +70,9 @@ rounds_keep() {  # the ledgers, every round's rollouts and the frozen set's file
 rounds_restore() {  # KR back into runs/ (what a fresh sitting lacks)
   local L C F; L=$(pget "$RP" p.rounds.ledger_dir); C=$(pget "$RP" p.collect.out_dir)
   F=$(pget "$RP" p.promote.frozen_set); mkdir -p "$L" "$(dirname "$F")"
-  for f in "$KR"/ledger/round-*.json; do [ -e "$f" ] && [ ! -e "$L/$(basename "$f")" ] && cp "$f" "$L/"; done
+  for f in "$KR"/ledger/round-*.json "$KR"/ledger/restores.jsonl; do
+    [ -e "$f" ] && [ ! -e "$L/$(basename "$f")" ] && cp "$f" "$L/"
+  done
   for d in "$KR"/trajectories/round-*; do
     [ -d "$d" ] || continue
     unkeep "$d" "$C/$(basename "$d")"
@@ -93,13 +97,17 @@ round_eval() {  # round_eval R [N_GRID]: round R's challenger on the declared se
   [ $rc -eq 0 ] || return $rc
   amc report -p "$RX" && cp "$(pget "$RX" p.report.summary_file)" "$KR/$tag/evaluation.json"
 }
-rounds_main() {  # rounds 0..K-1: seed round 0, then flow + declared evaluation per round
-  local K=$1 r closed
+rounds_registry() {  # a fresh sitting: kept files back, round 0 seeded, values retrained (checked)
   # evaluate opens models:/ URIs in mlflow_uri's store; the flow's other MLflow clients too
   MLFLOW_TRACKING_URI=$(pget "$RP" p.mlflow_uri); export MLFLOW_TRACKING_URI
   rounds_restore
   python -m amc.pipeline.round_eval seed0 "$RP" "${KTRAJ:-evidence/llm-regime/trajectories}"
-  python -m amc.pipeline.round_eval restore "$RP"  # a fresh sitting: retrain, checked
+  python -m amc.pipeline.round_eval restore "$RP" --kept "$KR"
+  rounds_keep  # the restore's record
+}
+rounds_main() {  # rounds 0..K-1: seed round 0, then flow + declared evaluation per round
+  local K=$1 r closed
+  rounds_registry
   while :; do
     closed=$(python -m amc.pipeline.round_eval closed "$RP")
     for r in $closed; do  # every closed round is measured on the declared set
@@ -155,6 +163,7 @@ case "${1:-}" in
     # the evaluation appends): commit them as they land.
     keep "$(eval_dir)" "${KEEP:-evidence/llm-regime/eval}" ;;
   rounds) shift; rounds_main "${1:-4}" ;;
+  rounds-registry) rounds_registry ;;
   rounds-keep)  # a running `rounds`' finished results, kept now (safe while it appends): the
     # ledgers, rollouts, the gate's evaluation and each round's declared-set evaluation so far
     rounds_keep

@@ -212,6 +212,10 @@ class RoundsParams(Frozen):
     """Round r collects with seeds ``r * seed_stride + s`` for s in collect.seeds (< stride)."""
     ledger_dir: Path = Path("data/rounds")
     """One ``round-<r>.json`` per round: seeds, prior identity, each step's result, status."""
+    restore_tol: float = Field(1e-6, ge=0.0)
+    """Largest |difference| in a validation metric (Pearson, AUC, MAE) a version retrained by a
+    fresh sitting's restore may show from its ledger record; CPU training is deterministic on one
+    machine only (:mod:`amc.pipeline.round_restore`)."""
 
 
 class FlowParams(Frozen):

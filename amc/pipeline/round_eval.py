@@ -130,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("rounds", type=Path)
     g = sub.add_parser("restore", help="retrain the values the store lacks (checked)")
     g.add_argument("rounds", type=Path)
+    g.add_argument("--kept", type=Path, default=None,
+                   help="what the repository keeps of the rounds (counted into the record)")
     args = ap.parse_args(argv)
     if args.cmd == "params":
         grid = [int(x) for x in args.n_grid.split(",")] if args.n_grid else None
@@ -141,8 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.cmd == "restore":
         from amc.pipeline.round_restore import restore_registry
 
-        done = restore_registry(load_params(args.rounds))
-        print(f"registry restored: rounds {done} retrained, each as recorded" if done else
+        done = restore_registry(load_params(args.rounds), kept=args.kept)
+        print(f"registry restored: rounds {done} retrained, each within the tolerance and "
+              "recorded" if done else
               "registry complete: nothing to restore", file=sys.stderr)
     else:
         print(" ".join(str(r) for r in closed_rounds(load_params(args.rounds))))

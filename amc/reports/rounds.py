@@ -70,6 +70,7 @@ def load_rounds(src: str | Path) -> list[dict[str, Any]]:
             entries.append({"ledger": rec,
                             "evaluation": json.loads(ev.read_text()) if ev.is_file() else None})
         _attach_versus_first(src, entries)
+        _attach_restores(ledger, entries)
     else:
         raise FileNotFoundError(f"{src}: no rounds folder or file")
     for e in entries:
@@ -120,6 +121,33 @@ def _attach_versus_first(src: Path, entries: list[dict[str, Any]]) -> None:
         here = src / f"round-{r:04d}" / "eval"
         if r > 0 and first.is_dir() and here.is_dir() and e.get("evaluation"):
             e["versus_first"] = versus(here, first)
+
+
+def _attach_restores(ledger: Path, entries: list[dict[str, Any]]) -> None:
+    """Each round's recorded restores (``restores.jsonl``, written by
+    ``amc.pipeline.round_restore``: retrained near-copies), if any."""
+    path = ledger / "restores.jsonl"
+    found = [json.loads(ln) for ln in path.read_text().splitlines()
+             if ln.strip()] if path.is_file() else []
+    for e in entries:
+        if mine := [x for x in found if int(x["round"]) == int(e["ledger"]["round"])]:
+            e["restores"] = mine
+
+
+def restore_readings(entries: Sequence[Entry]) -> list[str]:
+    """One sentence per restore: which runs used the original weights, which the near-copy."""
+    out = []
+    for e in entries:
+        for x in e.get("restores") or []:
+            ran = sum(int(v) for k, v in (x.get("kept_before") or {}).items()
+                      if k.startswith("round-"))
+            out.append(
+                f"- Round {int(e['ledger']['round'])}'s value was retrained by a fresh machine's "
+                f"restore ({x['restored_at'][:10]}): largest validation-metric difference "
+                f"{float(x['max_difference']):.2g} (tolerance {float(x['tol']):g}); the "
+                f"{ran} declared-set results kept before it ran with the original weights, "
+                "later ones with the retrained near-copy.")
+    return out
 
 
 def _rollouts(entries: Sequence[Entry], rounds: Sequence[int]) -> float:
@@ -273,7 +301,7 @@ def rounds_section(entries: Sequence[Entry], title: str, source: str, assets: Pa
         "the promotion gate's decision on the frozen set (its paired Δ, p and minimum "
         "detectable effect).", "",
         rounds_table(rows, n)]
-    lines += ["", *_readings(rows)]
+    lines += ["", *_readings(rows), *restore_readings(entries)]
     last = next((e for e in reversed(entries) if e.get("evaluation")), None)
     if last is not None and (grid := grid_table(last["evaluation"], metric)):
         lines += ["", f"Round {int(last['ledger']['round'])}, every N on the declared set:",

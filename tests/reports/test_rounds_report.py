@@ -187,3 +187,20 @@ def test_rounds_are_paired_against_round_0_by_task_and_seed(tmp_path: Path) -> N
     again = rep.load_rounds(src)
     assert again[1]["versus_first"]["mean"] == pytest.approx(0.0)
     assert "not separable: no improvement shown" in rep.rounds_sentence(again)
+
+
+def test_a_restore_is_read_from_the_ledger_and_says_which_runs_used_which_weights(
+        tmp_path: Path) -> None:
+    src = _write_dir(tmp_path / "rounds", _entries())
+    restores = [{"round": 0, "restored_at": "2026-12-03T18:50:00Z", "tol": 0.01,
+                 "max_difference": 0.0042, "kept_before": {
+                     "round-0000/eval/smc@4+challenger__seed0.jsonl.gz": 60,
+                     "round-0000/eval/smc@4+challenger__seed2.jsonl.gz": 6,
+                     "gate-eval/smc@4+challenger__seed0.jsonl.gz": 30}}]
+    (src / "ledger" / "restores.jsonl").write_text("".join(json.dumps(x) + "\n" for x in restores))
+    got = rep.load_rounds(src)
+    assert got[0]["restores"] == restores and "restores" not in got[1]
+    text = "\n".join(rep.rounds_section(got, "Rounds", str(src), None))
+    line = next(x for x in text.splitlines() if "restore (" in x)
+    assert line.startswith("- Round 0's value") and "difference 0.0042 (tolerance 0.01)" in line
+    assert "the 66 declared-set results kept before it" in line  # not the gate's 30
