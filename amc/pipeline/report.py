@@ -34,6 +34,7 @@ from amc.pipeline.artifacts import load_plan, load_record, load_results
 from amc.pipeline.calibration import prior_states
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, stage_main
+from amc.plots import PNG_META, pyplot
 from amc.registry import ENVIRONMENTS, VALUES
 from amc.reports.paired import paired_to_bon
 from amc.results import write_bytes_atomic, write_json_atomic
@@ -54,25 +55,16 @@ def labels(ev: dict[str, Any]) -> dict[str, str]:
     return {**LABELS, "smc": smc}
 
 
-def _figure() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")  # headless; no display on servers
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _save(fig: Any, path: Path) -> None:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    _figure().close(fig)
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata=PNG_META)
+    pyplot().close(fig)
     write_bytes_atomic(path, buf.getvalue())
 
 
 def success_vs_n(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
     """Success and oracle reward (± s.e.) vs N per method role; returns the DVC plot rows."""
-    plt = _figure()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     grid = sorted(ev["n_grid"])
     rows: list[dict[str, Any]] = [{"n": n} for n in grid]
@@ -110,7 +102,7 @@ def success_vs_n(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
 
 def cost_quality(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
     """Deployable (else max-weight) reward vs tokens and dollars per task, one point per spec."""
-    plt = _figure()
+    plt = pyplot()
     dep = all(math.isfinite(float(m.get("deployable_reward", math.nan)))
               for m in ev["methods"].values())
     key, ylabel = (("deployable_reward", "deployable reward (value-selected, reward-free)")
@@ -150,7 +142,7 @@ def pick_smc_task(ev: dict[str, Any], results: dict[str, list[TaskResult]]
 
 def genealogy(rec: TaskResult | None, out: Path) -> list[dict[str, Any]]:
     """ESS/N per step and the ancestor lines of resampling steps of one task."""
-    plt = _figure()
+    plt = pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
     rows: list[dict[str, Any]] = []
     if rec is not None:
@@ -193,7 +185,7 @@ async def _score(p: PipelineParams, value: ValueConfig, hs: list[History]) -> li
 def calibration(p: PipelineParams, ev: dict[str, Any], results: dict[str, list[TaskResult]],
                 out: Path) -> dict[str, Any]:
     """Reliability curve of the challenger (else the zero-shot value) on prior rollouts."""
-    plt = _figure()
+    plt = pyplot()
     chal = (ev.get("models") or {}).get("challenger")
     # models:/ URIs resolve in the params' store, the one the plan resolved them in
     value = p.model_value(chal["uri"]) if chal else p.evaluate.zero_shot_value

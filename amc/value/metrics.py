@@ -139,11 +139,9 @@ def finite(metrics: dict[str, float], prefix: str = "") -> dict[str, float]:
 def reliability_plot(pred: np.ndarray, reward_so_far: np.ndarray, success: np.ndarray,
                      out: str | Path, bins: int = 10, title: str = "Value calibration") -> Path:
     """Reliability diagram (PNG) of clip(reward_so_far + pred) against success frequency."""
-    import matplotlib
+    from amc.plots import pyplot, save_png
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     p = np.clip(np.asarray(reward_so_far, float) + np.asarray(pred, float), 0.0, 1.0)
     y = np.asarray(success, float)
     edges = np.linspace(0, 1, bins + 1)
@@ -164,8 +162,4 @@ def reliability_plot(pred: np.ndarray, reward_so_far: np.ndarray, success: np.nd
     axh.bar((edges[:-1] + edges[1:]) / 2, counts, width=1 / bins, edgecolor="black")
     axh.set_xlabel("predicted total return (clipped to [0, 1])")
     axh.set_ylabel("states")
-    fig.tight_layout()
-    out = Path(out)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return save_png(fig, out, dpi=100)
