@@ -139,13 +139,6 @@ def record_restore(p: PipelineParams, entry: dict[str, Any]) -> None:
         f.write(json.dumps({"restored_at": stamp, **entry}, sort_keys=True) + "\n")
 
 
-def list_restores(ledger_dir: Path) -> list[dict[str, Any]]:
-    """Every recorded restore under ``ledger_dir``, oldest first."""
-    path = Path(ledger_dir) / RESTORES
-    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()] \
-        if path.exists() else []
-
-
 def restore_registry(p: PipelineParams, *, kept: Path | None = None) -> list[int]:
     """Retrain every round the store lacks (checked to ``p.rounds.restore_tol``, each recorded
     with what of ``kept`` ran before); set the aliases; the rounds restored."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import math
 from pathlib import Path
 
@@ -56,9 +57,10 @@ def test_restores_are_appended_with_what_ran_before(tmp_path: Path) -> None:
     assert round_restore.kept_counts(None, 0) == {}
     p = PipelineParams().model_copy(update={"rounds": PipelineParams().rounds.model_copy(
         update={"ledger_dir": tmp_path / "ledger"})})
-    assert round_restore.list_restores(p.rounds.ledger_dir) == []
+    path = p.rounds.ledger_dir / round_restore.RESTORES
+    assert not path.exists()
     round_restore.record_restore(p, {"round": 0, "max_difference": 0.003})
     round_restore.record_restore(p, {"round": 1, "max_difference": 0.0})
-    got = round_restore.list_restores(p.rounds.ledger_dir)
+    got = [json.loads(ln) for ln in path.read_text().splitlines()]
     assert [g["round"] for g in got] == [0, 1] and got[0]["max_difference"] == 0.003
     assert all(g["restored_at"].endswith("Z") for g in got)
