@@ -11,7 +11,14 @@ q() { dvc exp run --queue cell "$@" >/dev/null && echo "queued: $*"; }
 # learned cells: targets value and cell (value is up to date and skipped, but its models/value
 # is checked out into the experiment's workspace, which a `cell`-only run does not do; without
 # targets a fresh clone would also rerun the other benchmarks' value stages)
-ql() { dvc exp run --queue value cell "$@" >/dev/null && echo "queued: $*"; }
+# A fresh clone has no models/value (no DVC remote): its kept copy goes into the DVC cache
+# first (amc/sweeps/kept.py), so the learned cells use the value that ran, not a retrain.
+ql() {
+  if [ ! -d models/value ] && [ -d kept/value ]; then
+    PYTHONPATH=.. python -m amc.sweeps.kept restore --section value
+  fi
+  dvc exp run --queue value cell "$@" >/dev/null && echo "queued: $*"
+}
 rollout() {
   q -S cell.value=rollout
   q -S cell.value=none

@@ -9,9 +9,12 @@
 # Cells whose record is already under ../evidence/runs are skipped (resumable). Learned cells
 # need models/value-<bench>: run `dvc repro value_<bench>` once and commit dvc.lock first;
 # they are queued with both targets, so the up-to-date value stage is checked out, not rerun.
+# A fresh clone has no models/value-<bench> (no DVC remote): its kept copy (sweeps/kept/, see
+# amc/sweeps/kept.py) is restored into the DVC cache first, so the cells use the value that ran.
 set -euo pipefail
 split=${1:?usage: queue_bench.sh validation|test|ceiling webshop|sciworld}
 bench=${2:?usage: queue_bench.sh validation|test|ceiling webshop|sciworld}
+if [ -d "kept/value-$bench" ]; then PYTHONPATH=.. python -m amc.sweeps.kept restore --section "value_$bench"; fi
 PYTHONPATH=.. python -m amc.sweeps.grid "$split" "$bench" --runs ../evidence --skip-done |
   while read -r o; do
     targets=cell

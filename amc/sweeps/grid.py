@@ -63,6 +63,16 @@ class BenchGrid:
     """The one beta of the ``none`` cells."""
     seeds: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """Seeds per split."""
+    extra: tuple[tuple[str, float, int, tuple[float, ...]], ...] = ()
+    """Settings declared later, beyond the product above: (value, q, N, betas). A setting of
+    the product listed here takes these betas (validation cells the product lacks are added)."""
+
+    def settings(self, value: str) -> list[tuple[float, int, tuple[float, ...]]]:
+        """(q, N, betas) of every declared setting of ``value``, in run order."""
+        betas = (self.none_beta,) if value == "none" else self.beta
+        out = {(q, n): betas for n in self.n for q in self.value_q.get(value, self.q)}
+        out.update({(q, n): b for v, q, n, b in self.extra if v == value})
+        return [(q, n, b) for (q, n), b in out.items()]
 
 
 GRIDS: dict[str, BenchGrid] = {
@@ -82,7 +92,9 @@ GRIDS: dict[str, BenchGrid] = {
         q=(0.3, 0.6, 0.8), n=(4,), beta=(0.1,), values=("none", "learned"),
         value_q={"learned": (0.3, 0.6)},
         value_keys={"learned": {"value_model": "models/value-sciworld"}},
-        seeds={"validation": (0,), "test": (0, 1)}),
+        seeds={"validation": (0,), "test": (0, 1)},
+        extra=(("learned", 0.3, 4, (0.05, 0.1, 0.25)), ("learned", 0.3, 8, (0.05, 0.1, 0.25)),
+               ("none", 0.3, 8, (0.1,)))),
 }
 """The declared cells. WebShop: the fixture catalog (test = goals 5..54, validation = 48 of
 the 148 train goals: the id tail in the first cells, a seeded random sample in the later ones
@@ -99,7 +111,11 @@ on test leaves a ceiling gain of +0.036 -- and before any q = 0.3 cell ran): ski
 where Best-of-N leaves room, for every value (none on validation, then the chosen test twin;
 the rollout ceiling as a declared ceiling cell), and the learned value retrained on q 0.3 and
 0.6 rollouts (one value for both skills, as TextCraft's); the q 0.6-only value's cells are
-kept and shown as superseded."""
+kept and shown as superseded. Extended again (declared 2026-12-04, after the q = 0.3, N = 4,
+beta = 0.1 cells of every value ran on validation and test, before any cell below): at q = 0.3
+the learned value's beta is chosen on validation among 0.05, 0.1 and 0.25 at N = 4 and 8, and
+the none value runs at N = 8 too (its one beta); q 0.6 and 0.8 stay at N = 4 (Best-of-4's
+best-of-pool is 0.95 and 1.0 there on test: no room for either method)."""
 
 
 def cell(grid: BenchGrid, split: str, **kw: Any) -> dict[str, Any]:
@@ -135,10 +151,8 @@ def candidates(bench: str) -> list[dict[str, Any]]:
     g = GRIDS[bench]
     out = []
     for value in g.values:
-        betas = declared_betas(bench, value)
-        for n in g.n:
-            for q in g.value_q.get(value, g.q):
-                out += [cell(g, "validation", q=q, n=n, beta=b, value=value) for b in betas]
+        for q, n, betas in g.settings(value):
+            out += [cell(g, "validation", q=q, n=n, beta=b, value=value) for b in betas]
     return out
 
 
@@ -159,20 +173,24 @@ def of_bench(runs: Sequence[dict[str, Any]], bench: str, split: str) -> list[dic
                                                     for k, v in base.items())]
 
 
-def declared_betas(bench: str, value: str) -> tuple[float, ...]:
-    g = GRIDS[bench]
-    return (g.none_beta,) if value == "none" else g.beta
+def declared_betas(bench: str, value: str, q: float, n: int) -> tuple[float, ...]:
+    """The betas declared at (q, N) of ``value`` (() where the setting is not declared)."""
+    return next((b for q_, n_, b in GRIDS[bench].settings(value) if (q_, n_) == (q, n)), ())
 
 
 def complete(runs: Sequence[dict[str, Any]], bench: str) -> list[dict[str, Any]]:
-    """Validation records of the (q, N, value) settings whose every declared beta has run
-    (a choice among some of the candidates is not the declared rule)."""
+    """Validation records of the declared (q, N, value) settings whose every declared beta
+    has run, at a declared beta (a choice among some of the candidates is not the rule)."""
     recs = of_bench(runs, bench, "validation")
     seen: dict[tuple[Any, ...], set[float]] = {}
     for r in recs:
         seen.setdefault(_key(r["cell"]), set()).add(r["cell"]["beta"])
-    return [r for r in recs
-            if set(declared_betas(bench, r["cell"]["value"])) <= seen[_key(r["cell"])]]
+
+    def betas(c: dict[str, Any]) -> tuple[float, ...]:
+        return declared_betas(bench, c["value"], c["q"], c["n"])
+
+    return [r for r in recs if betas(r["cell"]) and r["cell"]["beta"] in betas(r["cell"])
+            and set(betas(r["cell"])) <= seen[_key(r["cell"])]]
 
 
 def choose(runs: Sequence[dict[str, Any]], bench: str) -> list[dict[str, Any]]:
