@@ -168,3 +168,29 @@ def test_the_webshop_forced_buy_ceilings_are_new_cells_at_the_rollout_value_s_ch
         assert (p.q,) == GRIDS["webshop"].value_q["learned"]
         assert p.beta == chosen[(p.q, p.n)]
         assert cell_name(p).endswith("-ff")
+
+
+def test_sciworld_s_later_settings_add_their_cells_and_the_rule_reads_their_betas():
+    """The extension (declared 2026-12-04): q 0.3 gets N = 8 for both values and three betas
+    for the learned value; the first settings keep their one beta; a record at an undeclared
+    beta or setting never enters the choice."""
+    cells = candidates("sciworld")
+    got = {(c["value"], c["q"], c["n"], c["beta"]) for c in cells}
+    assert len(got) == len(cells) == 3 + 1 + 1 + 3 + 3  # none q x N4, none q0.3 N8; learned
+    assert {("learned", 0.3, n, b) for n in (4, 8) for b in (0.05, 0.1, 0.25)} <= got
+    assert ("learned", 0.6, 4, 0.1) in got and ("learned", 0.6, 8, 0.1) not in got
+    assert ("none", 0.3, 8, 0.1) in got and ("none", 0.6, 8, 0.1) not in got
+    base = {**GRIDS["sciworld"].base, "value_model": "models/value-sciworld"}
+
+    def rec(n: int, beta: float, g: float) -> dict:
+        return {"cell": {**base, "split": "validation", "seeds": [0], "q": 0.3, "n": n,
+                         "beta": beta, "value": "learned"},
+                "rows": [{"task_id": str(i), "seed": 0, "bon": {"metrics": {"oracle_best": 0.5}},
+                          "amc": {"metrics": {"oracle_best": 0.5 + g}}} for i in range(3)]}
+
+    runs = [rec(4, 0.1, 0.1), rec(4, 0.05, 0.2)]
+    assert choose(runs, "sciworld") == []  # 0.25 not run yet: no choice at (0.3, 4)
+    runs += [rec(4, 0.25, 0.0), rec(4, 0.5, 0.9)]  # 0.5: not declared, never chosen
+    (best,) = choose(runs, "sciworld")
+    assert (best["cell"]["n"], best["cell"]["beta"]) == (4, 0.05)
+    assert choose([rec(16, 0.1, 0.9)], "sciworld") == []  # N = 16: not declared
