@@ -203,19 +203,20 @@ def rollout_cost_sentence(cost: dict[str, Any]) -> str:
             f"(one verified replay per rollout). Measured at N = {r0['n']}, M = "
             f"{r0['rollouts']}, budget {r0['budget']}, every {r0['every']}: "
             + "; ".join(_run_sentence(r) for r in runs) + ". ")
-    measured = {r["q"] for r in runs}
-    sized = [c for c in cells if c["q"] in measured]
+    measured = {(r["q"], r["n"]) for r in runs}
+    sized = [c for c in cells if (c["q"], c["n"]) in measured]
     if not sized:
         return head + (f"The declared ceiling cells (q = {qs}) cannot be sized yet: no "
                        "measured rollout-value pairs at their q.")
     total = sum(cell_seconds({"runs": runs}, c) for c in sized)
-    rest = [f"{c['q']:g}" for c in cells if c["q"] not in measured]
+    rest = [f"q = {c['q']:g} (N = {c['n']})" for c in cells
+            if (c["q"], c["n"]) not in measured]
     return head + (f"So the {len(sized)} declared ceiling cells at q = "
                    f"{', '.join(format(c['q'], 'g') for c in sized)} (every test game, "
                    f"{len(cells[0]['seeds'])} seeds, β = {cells[0]['beta']:g} fixed without "
                    f"validation) come to about {total / 60:.0f} min at these figures"
-                   + (f"; the one at q = {', '.join(rest)} is not sized (no measured pairs "
-                      "at that q)." if rest else "."))
+                   + (f"; those at {', '.join(rest)} are not sized (no measured pairs at "
+                      "that q and N)." if rest else "."))
 
 
 def webshop_section(runs: list[dict[str, Any]]) -> str:

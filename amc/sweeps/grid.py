@@ -125,8 +125,8 @@ def cell(grid: BenchGrid, split: str, **kw: Any) -> dict[str, Any]:
 
 
 CEILINGS: dict[str, tuple[dict[str, Any], ...]] = {
-    "sciworld": tuple(cell(GRIDS["sciworld"], "test", q=q, n=4, beta=0.1, value="rollout")
-                      for q in GRIDS["sciworld"].q),
+    "sciworld": tuple(cell(GRIDS["sciworld"], "test", q=q, n=n, beta=0.1, value="rollout")
+                      for q, n in (*((q, 4) for q in GRIDS["sciworld"].q), (0.3, 8))),
     "webshop": tuple({**cell(GRIDS["webshop"], "test", q=0.3, n=n, beta=b, value="rollout"),
                       "rollout_final": True} for n, b in ((4, 0.1), (8, 0.05))),
 }
@@ -139,6 +139,8 @@ within WebShop's validated range. A validation run would cost as much as the tes
 choose among one beta. Sized from the measured cost of rollout-value pairs
 (``evidence/sciworld_rollout_cost.json``, :func:`amc.sweeps.benchdoc.cell_seconds`): both cells
 together fit in 90 minutes on one core at the measured figures (tests/sweeps/test_grid.py).
+SciWorld at q = 0.3, N = 8 (declared 2026-12-04 with the grid's N = 8 settings, before it ran;
+q 0.3's N = 4 ceiling took 1420 s): the same cell at twice the particles.
 WebShop (declared 2026-12-03, before either ran): the learned value's ceiling with the forced
 buy (``rollout_final: true``, cells named ``-ff``), at the learned cells' skill q = 0.3, both N,
 each at the beta the rule chose for the rollout value at that (q, N) on validation (N = 4: 0.1,

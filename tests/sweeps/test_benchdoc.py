@@ -165,10 +165,11 @@ def test_sciworld_rollout_cost_sentence_reads_the_measured_pairs():
     sized = [c for c in CEILINGS["sciworld"] if c["q"] in (0.6, 0.8)]
     minutes = sum(cell_seconds(rollout, c) for c in sized) / 60
     assert "ceiling cells at q = 0.6, 0.8 (every test game" in text
-    assert f"come to about {minutes:.0f} min at these figures; the one at q = 0.3 is not sized" \
-        in text
+    assert (f"come to about {minutes:.0f} min at these figures; those at q = 0.3 (N = 4), "
+            "q = 0.3 (N = 8) are not sized") in text
     one = rollout_cost_sentence({"rollout": {"runs": [run(0.6, 1.0)]}})
-    assert "the 1 declared ceiling cells at q = 0.6 " in one and "q = 0.3, 0.8 is not sized" in one
+    assert "the 1 declared ceiling cells at q = 0.6 " in one
+    assert "q = 0.3 (N = 4), q = 0.8 (N = 4), q = 0.3 (N = 8) are not sized" in one
     assert "not measured yet" in rollout_cost_sentence({})
 
 
