@@ -111,12 +111,14 @@ def value_id(quality: dict[str, Any]) -> str:
 
 def save_quality(text: str, out: Path) -> list[Path]:
     """``values/<value id>.json`` (:func:`value_id`): every value's quality stays, for the cells
-    that used it (issue 30 compares value variants' held-out figures with their cells' gains)."""
+    that used it (issue 30 compares value variants' held-out figures with their cells' gains).
+    The first record of a value id is kept: a later experiment's copy of the same value differs
+    only in its run records (wall times), and rewriting it would churn the committed file."""
     q = json.loads(text)
     if not q.get("model_hash"):
         return []
     path = out / "values" / f"{value_id(q)}.json"
-    if path.is_file() and path.read_text() == text:
+    if path.is_file():
         return []
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

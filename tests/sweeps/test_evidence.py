@@ -261,3 +261,15 @@ def test_a_calibrated_value_is_a_value_of_its_own(tmp_path: Path):
     assert ids[1].startswith("m-platt-")
     for i, v in enumerate(ids):
         assert json.loads((tmp_path / f"ev/values/{v}.json").read_text())["calibration"] == cals[i]
+
+
+def test_a_value_s_first_quality_record_is_kept(tmp_path: Path):
+    """A later copy of the same value (same id, other wall times) does not rewrite the kept
+    record (it had churned evidence/values/ on every harvest)."""
+    from amc.sweeps.harvest import save_quality
+
+    first = json.dumps({"model_hash": "m", "final": {"head_seconds": 2.4}})
+    assert save_quality(first, tmp_path) == [tmp_path / "values/m.json"]
+    assert save_quality(json.dumps({"model_hash": "m", "final": {"head_seconds": 3.5}}),
+                        tmp_path) == []
+    assert (tmp_path / "values/m.json").read_text() == first
