@@ -39,6 +39,17 @@ def file_hashes(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def weights_file(files: dict[str, str], where: Path) -> str:
+    """The one full-weights file among ``files`` (relative paths) with its config beside it:
+    the model may sit in a subfolder of the directory a stage writes (``<out>/model/``)."""
+    found = [rel for rel in files if Path(rel).name == FULL_WEIGHTS
+             and (Path(rel).parent / CONFIG_FILE).as_posix() in files]
+    if len(found) != 1:
+        raise ValueError(f"{where}: not a full-weights value directory (needs one "
+                         f"{FULL_WEIGHTS} with its {CONFIG_FILE}; found {len(found)})")
+    return found[0]
+
+
 def keep(model_dir: str | Path, dest: str | Path) -> Path:
     """Write the kept copy of the head-mode value at ``model_dir`` to ``dest`` (replaced
     whole); ValueError when the directory is not a full-weights value or its encoder is not
@@ -47,20 +58,18 @@ def keep(model_dir: str | Path, dest: str | Path) -> Path:
 
     src, out = Path(model_dir), Path(dest)
     files = file_hashes(src)
-    if FULL_WEIGHTS not in files or CONFIG_FILE not in files:
-        raise ValueError(f"{src}: not a full-weights value directory (needs {FULL_WEIGHTS} "
-                         f"and {CONFIG_FILE})")
-    if MANIFEST in files or KEPT_HEAD in files:
+    weights = weights_file(files, src)
+    if any(Path(rel).name in (MANIFEST, KEPT_HEAD) for rel in files):
         raise ValueError(f"{src}: holds {MANIFEST} or {KEPT_HEAD} (a kept copy, not a value)")
-    tensors = load_file(str(src / FULL_WEIGHTS))
+    tensors = load_file(str(src / weights))
     head = {k.removeprefix(HEAD_PREFIX): v for k, v in tensors.items()
             if k.startswith(HEAD_PREFIX)}
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    save_file(head, str(tmp / KEPT_HEAD))
+    (tmp / weights).parent.mkdir(parents=True)
+    save_file(head, str((tmp / weights).with_name(KEPT_HEAD)))
     for rel in files:
-        if rel != FULL_WEIGHTS:
+        if rel != weights:
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src / rel, tmp / rel)
     (tmp / MANIFEST).write_text(json.dumps({"format": 1, "files": files}, indent=1) + "\n")
@@ -86,20 +95,22 @@ def restore(kept: str | Path, model_dir: str | Path) -> Path:
     man = json.loads((src / MANIFEST).read_text())
     if man.get("format") != 1:
         raise ValueError(f"{src / MANIFEST}: unknown format {man.get('format')!r}")
-    meta = json.loads((src / CONFIG_FILE).read_text())
+    weights = weights_file(man["files"], src)
+    meta = json.loads((src / weights).with_name(CONFIG_FILE).read_text())
     if meta.get("use_lora"):
         raise ValueError(f"{src}: a LoRA value keeps its adapter as it is; nothing to rebuild")
     model = build_model(ModelConfig.model_validate(meta["model"]))
-    model.head.load_state_dict(load_file(str(src / KEPT_HEAD)), strict=True)
+    model.head.load_state_dict(load_file(str((src / weights).with_name(KEPT_HEAD))),
+                               strict=True)
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
         for rel in man["files"]:
-            if rel != FULL_WEIGHTS:
+            if rel != weights:
                 (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src / rel, tmp / rel)
-        save_file(model.weights_to_save()[FULL_WEIGHTS], str(tmp / FULL_WEIGHTS))
+        save_file(model.weights_to_save()[FULL_WEIGHTS], str(tmp / weights))
         got = file_hashes(tmp)
         bad = sorted(k for k in set(got) | set(man["files"]) if got.get(k) != man["files"].get(k))
         if bad:

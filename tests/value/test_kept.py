@@ -16,16 +16,18 @@ CONFIG = ModelConfig(max_length=32, num_layers=2, head_hidden=8)
 
 
 def saved_value(out: Path, seed: int, train_encoder: bool = False) -> Path:
-    """A value directory as head-mode training leaves it: the package's encoder, a trained
-    (here: seeded random) head, a calibration file beside it; ``train_encoder`` changes one
-    encoder weight too (a fully fine-tuned value)."""
+    """A value directory as a sweep's value stage leaves it: the model in ``model/`` (the
+    package's encoder, a trained -- here seeded random -- head), run records and a
+    calibration file beside it; ``train_encoder`` changes one encoder weight too (a fully
+    fine-tuned value)."""
     model = build_model(CONFIG, generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():
         for p in model.head.parameters():
             p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(seed + 1)))
         if train_encoder:
             next(model.backbone.parameters()).view(-1)[0] += 1e-3
-    model.save(out, load_tokenizer_for(CONFIG), extra={"metrics": {"wall_s": 1.5}})
+    model.save(out / "model", load_tokenizer_for(CONFIG), extra={"metrics": {"wall_s": 1.5}})
+    (out / "metrics.json").write_text(json.dumps({"wall_s": 1.5}))
     (out / "calibration.json").write_text(json.dumps({"kind": "isotonic", "x": [0, 1]}))
     return out
 
@@ -37,7 +39,8 @@ def value_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_kept_head_restores_the_directory_byte_for_byte(value_dir: Path, tmp_path: Path):
     kept = keep(value_dir, tmp_path / "kept")
-    assert not (kept / FULL_WEIGHTS).exists() and (kept / KEPT_HEAD).is_file()
+    assert not (kept / "model" / FULL_WEIGHTS).exists()
+    assert (kept / "model" / KEPT_HEAD).is_file()
     size = sum(p.stat().st_size for p in kept.rglob("*") if p.is_file())
     full = sum(p.stat().st_size for p in value_dir.rglob("*") if p.is_file())
     assert size < full / 10  # the encoder's tensors are not kept
@@ -53,10 +56,10 @@ def test_a_changed_head_or_file_is_refused_and_nothing_is_written(value_dir: Pat
     from safetensors.torch import load_file, save_file
 
     kept = keep(value_dir, tmp_path / "kept")
-    head = load_file(str(kept / KEPT_HEAD))
+    head = load_file(str(kept / "model" / KEPT_HEAD))
     first = next(iter(head))
     head[first] = head[first] + 1e-6
-    save_file(head, str(kept / KEPT_HEAD))
+    save_file(head, str(kept / "model" / KEPT_HEAD))
     with pytest.raises(ValueError, match=re.escape(FULL_WEIGHTS)):
         restore(kept, tmp_path / "out")
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.tmp").exists()
@@ -71,5 +74,6 @@ def test_a_value_whose_encoder_was_trained_cannot_be_kept(tmp_path: Path):
     with pytest.raises(ValueError, match="cannot be kept as a head"):
         keep(trained, tmp_path / "kept")
     assert not (tmp_path / "kept").exists() and not (tmp_path / "kept.tmp").exists()
+    (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="not a full-weights value"):
-        keep(tmp_path, tmp_path / "kept")
+        keep(tmp_path / "empty", tmp_path / "kept")
