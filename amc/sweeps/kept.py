@@ -6,7 +6,7 @@ are DVC outputs, and this project has no DVC remote: a fresh clone has their has
 ``dvc.lock`` but not their files, so a learned cell would retrain the value first -- and a
 retrain is not bit for bit the same on another machine, so it supersedes every learned cell
 that ran (the cells record the value's content hash). These values are head-mode (frozen
-MiniLM encoder), so their kept copy is a few hundred kB (:mod:`amc.value.kept`), committed
+MiniLM encoder), so their kept copy is under a MB (:mod:`amc.sweeps.keep_value`), committed
 under ``sweeps/kept/<model folder name>/``.
 
     python -m amc.sweeps.kept keep --section value_sciworld      # after `dvc repro value_sciworld`
@@ -67,7 +67,7 @@ def stale_part(status: list[Any]) -> list[Any]:
 def restore_stage(name: str) -> str:
     """Restore stage ``name``'s model from its kept copy into the local DVC cache; returns
     what was done. A model folder already there is left alone."""
-    from amc.value.kept import restore
+    from amc.sweeps.keep_value import restore
 
     out = model_dir(name)
     if out.exists():
@@ -86,7 +86,7 @@ def restore_stage(name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from amc.value.kept import keep
+    from amc.sweeps.keep_value import keep
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("action", choices=("keep", "restore"))

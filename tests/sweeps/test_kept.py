@@ -17,7 +17,7 @@ MAKE_VALUE = """
 import sys
 from pathlib import Path
 sys.path.insert(0, {tests!r})
-from value.test_kept import saved_value
+from sweeps.test_keep_value import saved_value
 saved_value(Path("models/value"), seed=int(open("seed.txt").read()))
 """
 
@@ -54,7 +54,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_fresh_clone_restores_the_kept_value_into_the_cache_and_the_stage_is_not_rerun(
         project: Path):
-    from amc.value.kept import file_hashes
+    from amc.sweeps.keep_value import file_hashes
 
     before = file_hashes(project / "models" / "value")
     # a fresh clone: no model folder, an empty cache

@@ -13,7 +13,9 @@ configuration with the package's encoder, the kept head loaded, saved by the sam
 file is checked against its sha256, so a restored directory is the original byte for byte (and
 DVC's hash of it matches the lock), or restoring fails and writes nothing. :func:`keep` restores
 once into a scratch folder before it writes, so a value whose encoder was trained (not head
-mode) is refused when kept, not when it is needed.
+mode) is refused when kept, not when it is needed. (In ``amc/sweeps``, not ``amc/value``:
+``amc/value`` is a folder dep of the value stages, and a file added there would make every
+locked value stage stale.)
 """
 
 from __future__ import annotations

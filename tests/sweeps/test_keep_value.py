@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from amc.value.kept import KEPT_HEAD, MANIFEST, file_hashes, keep, restore
+from amc.sweeps.keep_value import KEPT_HEAD, MANIFEST, file_hashes, keep, restore
 from amc.value.model import FULL_WEIGHTS, ModelConfig, build_model, load_tokenizer_for
 
 CONFIG = ModelConfig(max_length=32, num_layers=2, head_hidden=8)
