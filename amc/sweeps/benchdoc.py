@@ -17,12 +17,12 @@ from typing import Any
 
 from amc.sweeps import grid
 from amc.sweeps.bench_values import superseded_note, value_note
+from amc.sweeps.celltable import bench_of, cell_table, p_value, setting
 from amc.sweeps.config import recorded_cell
 from amc.sweeps.hidden import LABEL, selection_summary
 from amc.sweeps.plots import plot_bench_beta, plot_bench_q
-from amc.sweeps.report import _twin, best_regime, describe, fmt_diff
+from amc.sweeps.report import _twin, best_regime, fmt_diff
 from amc.sweeps.select import VALUE_LABEL, compare, selection_loss
-from amc.sweeps.signflip import paired_sign_flip
 from amc.sweeps.stats import Paired
 
 PRIOR = {"textcraft": "planner-mix (optimal planner)",
@@ -31,29 +31,6 @@ PRIOR = {"textcraft": "planner-mix (optimal planner)",
 SUMMARY_HEAD = ("| benchmark | prior | value | regime (chosen on validation) | Best-of-N | "
                 "AMC − BoN on test [95% CI] | sign-flip p | ceiling (rollout value) | "
                 "selection loss AMC / BoN |\n|---|---|---|---|---|---|---|---|---|")
-
-
-def bench_of(rec: dict[str, Any]) -> str:
-    return str(rec["cell"].get("benchmark", "textcraft"))
-
-
-def p_value(rec: dict[str, Any], metric: str = "oracle_best") -> str:
-    """The sign-flip p of AMC - BoN on a metric, labelled exact or Monte Carlo."""
-    rows = rec["rows"]
-    r = paired_sign_flip([x["task_id"] for x in rows], [x["bon"]["metrics"][metric] for x in rows],
-                         [x["amc"]["metrics"][metric] for x in rows])
-    return str(r)
-
-
-def setting(cell: dict[str, Any]) -> str:
-    """A cell's setting in words (fixed-budget benchmarks: the budget, not plan + slack)."""
-    if bench_of({"cell": cell}) == "textcraft":
-        return describe(cell)
-    buy = (" (rollouts end with the forced buy)" if cell["value"] == "rollout"
-           and bench_of({"cell": cell}) == "webshop" and recorded_cell(cell).rollout_final
-           else "")
-    return (f"q = {cell['q']:g}, β = {cell['beta']:g}, every {cell['every']}, N = {cell['n']}, "
-            f"budget {cell['budget']}, value = {VALUE_LABEL[cell['value']]}{buy}")
 
 
 def twin_on_test(runs: list[dict[str, Any]], rec: dict[str, Any], **change: Any
@@ -234,19 +211,8 @@ def webshop_section(runs: list[dict[str, Any]]) -> str:
            "dvc queue start -j 1`, `python -m amc.sweeps.harvest --repo .. --out ../evidence`, "
            "then `bash queue_bench.sh test webshop` (the test twins of the chosen cells) and "
            "again; `python -m amc.sweeps.evidence` from the root.\n",
-           "| split | setting | pairs (tasks) | Best-of-N | AMC | AMC − BoN [95% CI] | "
-           "sign-flip p | success AMC − BoN | prior calls AMC/BoN |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for r in [*val, *test]:
-        p = compare(r)
-        if p is None:
-            continue
-        mark = (" (tail)" if is_tail(r) else "") + (" ✓" if id(r) in chosen else "")
-        bon = sum(x["bon"]["calls"] for x in r["rows"])
-        ratio = sum(x["amc"]["calls"] for x in r["rows"]) / bon if bon else float("nan")
-        out.append(f"| {r['cell']['split']}{mark} | {setting(r['cell'])} | {p.d.pairs} "
-                   f"({p.d.tasks}) | {p.a:.3f} | {p.b:.3f} | {fmt_diff(p)} | {p_value(r)} | "
-                   f"{fmt_diff(compare(r, 'success'))} | {ratio:.1f}× |")
+           *cell_table([*val, *test], chosen, lambda r: " (tail)" if is_tail(r) else "",
+                       success=True)]
     out.append(hidden_tables(test or val))
     return "\n".join(out) + "\n"
 
@@ -356,7 +322,12 @@ def sciworld_section(runs: list[dict[str, Any]], plots: Path | None, link: str,
     test = grid.of_bench(runs, "sciworld", "test")
     if not test:
         return ""
-    text = ["\n## SciWorld\n", f"![SciWorld gain vs q]({link}/sciworld_gain_vs_q.png)"]
+    cells = [*grid.of_bench(runs, "sciworld", "validation"), *test]
+    chosen = {id(r) for r in grid.choose(runs, "sciworld")}
+    text = ["\n## SciWorld\n", f"![SciWorld gain vs q]({link}/sciworld_gain_vs_q.png)",
+            "Every cell (✓: chosen on validation; ceilings: the declared rollout-value test "
+            "cells), AMC − Best-of-N on the oracle best-of-pool score:\n\n"
+            + "\n".join(cell_table(cells, chosen))]
     if plots is not None:
         plot_bench_q(test, "SciWorld", plots / "sciworld_gain_vs_q.png")
     text += [x for x in (value_note(runs, values, "sciworld"),
