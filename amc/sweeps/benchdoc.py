@@ -17,7 +17,7 @@ from typing import Any
 
 from amc.sweeps import grid
 from amc.sweeps.bench_values import superseded_note, value_note
-from amc.sweeps.celltable import bench_of, cell_table, p_value, setting
+from amc.sweeps.celltable import bench_of, cell_table, p_value, setting, sign_flip
 from amc.sweeps.config import recorded_cell
 from amc.sweeps.hidden import LABEL, selection_summary
 from amc.sweeps.plots import plot_bench_beta, plot_bench_q
@@ -66,13 +66,15 @@ def textcraft_rows(runs: list[dict[str, Any]]) -> list[str]:
     return [_row("textcraft", "learned", regime, rec, compare(twin) if twin else None, loss)]
 
 
-def fixed_budget_rows(runs: list[dict[str, Any]], bench: str) -> list[str]:
+def regimes(runs: list[dict[str, Any]], bench: str
+            ) -> list[tuple[str, dict[str, Any], dict[str, Any] | None, Paired | None]]:
+    """(value, chosen validation record, its test twin, ceiling at the same q and N) of every
+    value of ``bench`` with a chosen regime."""
     out = []
     for value in grid.GRIDS[bench].values:
         best = grid.best_regime(runs, bench, value)
         if best is None:
             continue
-        test = twin_on_test(runs, best)
         ceiling_val = best if value == "rollout" else grid.best_regime(runs, bench, "rollout")
         q, n = best["cell"]["q"], best["cell"]["n"]
         # another value's ceiling: the declared ceiling cell once it has run (WebShop's with
@@ -80,7 +82,13 @@ def fixed_budget_rows(runs: list[dict[str, Any]], bench: str) -> list[str]:
         c = None if value == "rollout" else grid.ceiling_record(runs, bench, q, n)
         if c is None and ceiling_val is not None:
             c = twin_on_test(runs, ceiling_val, q=q, n=n)
-        ceiling = compare(c) if c is not None else None
+        out.append((value, best, twin_on_test(runs, best), compare(c) if c is not None else None))
+    return out
+
+
+def fixed_budget_rows(runs: list[dict[str, Any]], bench: str) -> list[str]:
+    out = []
+    for value, best, test, ceiling in regimes(runs, bench):
         loss = "–"
         if test is not None:
             mode = next((s for s in selection_summary(test["rows"])
@@ -89,6 +97,33 @@ def fixed_budget_rows(runs: list[dict[str, Any]], bench: str) -> list[str]:
                 loss = f"{mode['loss_amc'][0]:.3f} / {mode['loss_bon'][0]:.3f} (most likely)"
         out.append(_row(bench, value, setting(best["cell"]), test, ceiling, loss))
     return out
+
+
+def separable(p: Paired | None, flip_p: float) -> bool:
+    """A gain counts only when the interval excludes 0 and the sign-flip p is below 0.05."""
+    return p is not None and (p.d.lo > 0 or p.d.hi < 0) and flip_p < 0.05
+
+
+def no_gain_note(runs: list[dict[str, Any]], bench: str) -> str:
+    """Per chosen regime whose test difference is not separable, the measured reason: how
+    much room Best-of-N leaves, and what the rollout ceiling gains at the same q and N."""
+    parts = []
+    for value, _, test, ceiling in regimes(runs, bench):
+        p = compare(test) if test is not None else None
+        if test is None or p is None or separable(p, sign_flip(test).p):
+            continue
+        why = f"Best-of-N already scores {p.a:.3f} of at most 1 (room {1 - p.a:.3f})"
+        if ceiling is not None and value != "rollout":
+            lack = ("without a value, resampling reads only the rewards paid so far"
+                    if value == "none" else "this value does not rank states well enough")
+            kind = (f"so a value could gain there: {lack}" if ceiling.d.lo > 0
+                    else "so there is little to gain at this setting")
+            why += f"; the rollout upper bound at the same q and N gains {fmt_diff(ceiling)}, "
+            why += kind
+        parts.append(f"with {VALUE_LABEL[value] if value != 'none' else 'no value'} "
+                     f"{fmt_diff(p)}: {why}")
+    return (f"\n{NAME[bench]}, where AMC does not gain on test (interval containing 0 or "
+            "sign-flip p ≥ 0.05): " + "; ".join(parts) + ".") if parts else ""
 
 
 def summary_section(runs: list[dict[str, Any]], cost: dict[str, Any] | None) -> str:
@@ -108,6 +143,7 @@ def summary_section(runs: list[dict[str, Any]], cost: dict[str, Any] | None) -> 
         if done:
             lines.append(f"\n{bench}: {done} of {declared} declared validation cells run; a "
                          "setting is chosen once every declared β of it has run.")
+        lines += [x for x in (no_gain_note(runs, bench),) if x]
     ran = grid.of_bench(runs, "sciworld", "validation") or grid.of_bench(runs, "sciworld", "test")
     if cost or not ran:
         lines.append("\nSciWorld: " + ("" if ran else "no cell run yet. ")

@@ -11,19 +11,24 @@ from typing import Any
 from amc.sweeps.config import recorded_cell
 from amc.sweeps.report import describe, fmt_diff
 from amc.sweeps.select import VALUE_LABEL, compare
-from amc.sweeps.signflip import paired_sign_flip
+from amc.sweeps.signflip import SignFlip, paired_sign_flip
 
 
 def bench_of(rec: dict[str, Any]) -> str:
     return str(rec["cell"].get("benchmark", "textcraft"))
 
 
+def sign_flip(rec: dict[str, Any], metric: str = "oracle_best") -> SignFlip:
+    """The sign-flip test of AMC - BoN on a metric over the record's tasks."""
+    rows = rec["rows"]
+    return paired_sign_flip([x["task_id"] for x in rows],
+                            [x["bon"]["metrics"][metric] for x in rows],
+                            [x["amc"]["metrics"][metric] for x in rows])
+
+
 def p_value(rec: dict[str, Any], metric: str = "oracle_best") -> str:
     """The sign-flip p of AMC - BoN on a metric, labelled exact or Monte Carlo."""
-    rows = rec["rows"]
-    r = paired_sign_flip([x["task_id"] for x in rows], [x["bon"]["metrics"][metric] for x in rows],
-                         [x["amc"]["metrics"][metric] for x in rows])
-    return str(r)
+    return str(sign_flip(rec, metric))
 
 
 def setting(cell: dict[str, Any]) -> str:

@@ -297,3 +297,22 @@ def test_cells_of_an_earlier_sciworld_value_are_kept_apart_and_listed():
     parts = bench_sections([sci(0.0, "test", "none")], values={}, superseded=[rec("old")])
     part = next(x for x in parts if "## SciWorld" in x)
     assert "Superseded" in part and "`old` test q = 0.6, N = 4" in part
+
+
+def test_a_regime_that_does_not_gain_on_test_gets_its_measured_reason():
+    """No value at q 0.4 (not separable on test) beside a separable rollout ceiling there: the
+    note gives Best-of-N's room and the ceiling; a separable regime gets no sentence."""
+    from amc.sweeps.benchdoc import no_gain_note
+
+    runs = [*validation(0.4), web(0.2, "test", q=0.4, beta=0.25, seed=1),
+            web(0.0, "validation", q=0.4, beta=0.1, value="none"),
+            web(0.0, "test", q=0.4, beta=0.1, value="none", seed=2)]
+    note = no_gain_note(runs, "webshop")
+    none = compare(runs[-1])
+    ceiling = compare(runs[4])
+    assert note.startswith("\nWebShop, where AMC does not gain on test")
+    assert f"with no value {none.d.mean:+.3f} [" in note
+    assert f"Best-of-N already scores {none.a:.3f} of at most 1 (room {1 - none.a:.3f})" in note
+    assert f"gains {ceiling.d.mean:+.3f} [" in note and "resampling reads only the rewards" in note
+    assert note.count("with ") == 1  # the rollout value's own regime is separable: no part
+    assert no_gain_note(runs[:5], "webshop") == ""  # only the separable ceiling's regime
