@@ -229,18 +229,25 @@ def best_regime(runs: Sequence[dict[str, Any]], bench: str, value: str
     return max(recs, key=lambda r: (_diff(r), r["cell"]["beta"]), default=None)
 
 
+def is_current(rec: dict[str, Any], current: str | None) -> bool:
+    """False for a learned cell's record that ran with another model than ``current`` (the
+    value stage's model hash; a harvested record's id may carry a calibration suffix)."""
+    if (rec.get("cell") or {}).get("value") != "learned" or not current:
+        return True
+    return str(rec.get("value_model_hash", "")).split("-")[0] == current
+
+
+def current_hash(quality: Path) -> str | None:
+    return str(json.loads(quality.read_text())["model_hash"]) if quality.is_file() else None
+
+
 def done_names(runs: Path, quality: Path) -> set[str]:
     """Cell names with a record under ``runs``; a learned cell counts only when its record
     ran with the value stage's current model (``quality``'s ``model_hash``, when present),
     so a retrained value's cells are listed again (their earlier records stay, superseded)."""
-    current = json.loads(quality.read_text())["model_hash"] if quality.is_file() else None
-    out = set()
-    for p in runs.glob("*.json"):
-        rec = json.loads(p.read_text() or "{}")
-        learned = (rec.get("cell") or {}).get("value") == "learned"
-        if not (learned and current and rec.get("value_model_hash") != current):
-            out.add(p.stem.split("--")[0])
-    return out
+    current = current_hash(quality)
+    return {p.stem.split("--")[0] for p in runs.glob("*.json")
+            if is_current(json.loads(p.read_text() or "{}"), current)}
 
 
 def overrides(c: dict[str, Any]) -> str:
@@ -265,7 +272,11 @@ def main(argv: list[str] | None = None) -> int:
         cells = list(CEILINGS.get(args.bench, ()))
     else:
         files = sorted((args.runs / "runs").glob("*.json"))
-        cells = chosen_test_cells([json.loads(p.read_text()) for p in files], args.bench)
+        current = current_hash(Path(f"out/value_quality_{args.bench}.json"))
+        # the choice reads the current value's learned records only (a retrained value's
+        # validation cells choose its test cells, not the superseded value's)
+        runs = [r for r in (json.loads(p.read_text()) for p in files) if is_current(r, current)]
+        cells = chosen_test_cells(runs, args.bench)
         if not cells:
             print(f"error: no {args.bench} validation records under {args.runs}/runs",
                   file=sys.stderr)

@@ -195,3 +195,28 @@ def test_sciworld_s_later_settings_add_their_cells_and_the_rule_reads_their_beta
     (best,) = choose(runs, "sciworld")
     assert (best["cell"]["n"], best["cell"]["beta"]) == (4, 0.05)
     assert choose([rec(16, 0.1, 0.9)], "sciworld") == []  # N = 16: not declared
+
+
+def test_the_test_listing_chooses_among_the_current_value_s_validation_cells(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    """A retrained value: the superseded value's better validation cell must not pick the new
+    value's test cell; a harvested id with a calibration suffix still counts as current."""
+    from amc.sweeps.grid import is_current
+
+    def rec(beta: float, gain: float, h: str) -> dict:
+        return {**record(0.3, 4, beta, "learned", [gain, gain], value_model="models/value-webshop",
+                         val_sample="random"), "value_model_hash": h}
+
+    (tmp_path / "ev" / "runs").mkdir(parents=True)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "value_quality_webshop.json").write_text(json.dumps({"model_hash": "new"}))
+    for i, (b, g, h) in enumerate([(0.05, 0.9, "old"), (0.05, 0.1, "new"), (0.1, 0.3, "new"),
+                                   (0.25, 0.0, "new"), (0.5, 0.0, "new")]):
+        (tmp_path / "ev" / "runs" / f"r{i}.json").write_text(json.dumps(rec(b, g, h)))
+    monkeypatch.chdir(tmp_path)
+    assert main(["test", "webshop", "--runs", "ev"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert "-S 'cell.beta=0.1'" in line and "-S 'cell.split=test'" in line
+    assert is_current({"cell": {"value": "learned"}, "value_model_hash": "new-isotonic-ab"}, "new")
+    assert not is_current({"cell": {"value": "learned"}, "value_model_hash": "old"}, "new")
+    assert is_current({"cell": {"value": "none"}}, "new") and is_current({"cell": {}}, None)
