@@ -101,31 +101,34 @@ def plot_bench_beta(recs: list[dict[str, Any]], bench: str, out: Path) -> Path:
 
 def plot_bench_q(recs: list[dict[str, Any]], bench: str, out: Path) -> Path:
     """A fixed-budget benchmark's test cells against the prior's skill q: AMC - Best-of-N
-    (oracle score, 95% interval) per value (left), and Best-of-N's own score (right: where it
-    is near 1, no method can gain). One point per test cell, all N pooled by value."""
+    (oracle score, 95% interval) per (value, N) (left), and Best-of-N's own score per N
+    (right: where it is near 1, no method can gain). One point per test cell."""
     plt = pyplot()
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(8.4, 3.6))
     cells = [(r, c) for r in recs if r["cell"]["split"] == "test"
              and (c := compare(r)) is not None]
-    values = sorted({_bench_value(r["cell"]) for r, _ in cells})
-    for j, value in enumerate(values):
-        pts = sorted((float(r["cell"]["q"]), c) for r, c in cells
-                     if _bench_value(r["cell"]) == value)
-        x = [q + (j - len(values) / 2) * 0.01 for q, _ in pts]
+    series = sorted({(_bench_value(r["cell"]), int(r["cell"]["n"])) for r, _ in cells})
+    for j, (value, n) in enumerate(series):
+        pts = sorted(((float(r["cell"]["q"]), c) for r, c in cells
+                      if (_bench_value(r["cell"]), int(r["cell"]["n"])) == (value, n)),
+                     key=lambda t: t[0])
+        x = [q + (j - len(series) / 2) * 0.01 for q, _ in pts]
         err = [[c.d.mean - c.d.lo for _, c in pts], [c.d.hi - c.d.mean for _, c in pts]]
-        ax.errorbar(x, [c.d.mean for _, c in pts], yerr=err, marker="s", capsize=3, ls="",
-                    color=f"C{j % 10}", label=value)
-    qs = sorted({float(r["cell"]["q"]) for r, _ in cells})
-    bon = [sum(c.a for r, c in cells if float(r["cell"]["q"]) == q)
-           / sum(1 for r, _ in cells if float(r["cell"]["q"]) == q) for q in qs]
-    bx.plot(qs, bon, "o-", color="grey")
+        ax.errorbar(x, [c.d.mean for _, c in pts], yerr=err, marker="s" if n <= 4 else "^",
+                    capsize=3, ls="", color=f"C{j % 10}", label=f"{value}, N = {n}")
+    for n in sorted({int(r["cell"]["n"]) for r, _ in cells}):
+        at = [(float(r["cell"]["q"]), c.a) for r, c in cells if int(r["cell"]["n"]) == n]
+        qs = sorted({q for q, _ in at})
+        mean = [sum(a for q2, a in at if q2 == q) / sum(q2 == q for q2, _ in at) for q in qs]
+        bx.plot(qs, mean, "o-", label=f"N = {n}")
     bx.set_ylim(0, 1.05)
     bx.set_xlabel("planner-mix skill q")
     bx.set_ylabel("Best-of-N oracle score (test)")
+    bx.legend(fontsize=7)
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xlabel("planner-mix skill q")
     ax.set_ylabel("AMC − Best-of-N (oracle score)")
-    ax.set_title(f"{bench}: test cells per value")
+    ax.set_title(f"{bench}: test cells per value and N")
     ax.legend(fontsize=7)
     return save_png(fig, out)
 
