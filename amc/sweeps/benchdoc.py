@@ -117,7 +117,7 @@ def no_gain_note(runs: list[dict[str, Any]], bench: str) -> str:
             lack = ("without a value, resampling reads only the rewards paid so far"
                     if value == "none" else "this value does not rank states well enough")
             kind = (f"so a value could gain there: {lack}" if ceiling.d.lo > 0
-                    else "so there is little to gain at this setting")
+                    else "so even the upper bound's gain is not separable at this setting")
             why += f"; the rollout upper bound at the same q and N gains {fmt_diff(ceiling)}, "
             why += kind
         parts.append(f"with {VALUE_LABEL[value] if value != 'none' else 'no value'} "
