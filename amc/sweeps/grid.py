@@ -94,7 +94,7 @@ GRIDS: dict[str, BenchGrid] = {
         value_keys={"learned": {"value_model": "models/value-sciworld"}},
         seeds={"validation": (0,), "test": (0, 1)},
         extra=(("learned", 0.3, 4, (0.05, 0.1, 0.25)), ("learned", 0.3, 8, (0.05, 0.1, 0.25)),
-               ("none", 0.3, 8, (0.1,)))),
+               ("none", 0.3, 4, (0.05, 0.1, 0.25)), ("none", 0.3, 8, (0.05, 0.1, 0.25)))),
 }
 """The declared cells. WebShop: the fixture catalog (test = goals 5..54, validation = 48 of
 the 148 train goals: the id tail in the first cells, a seeded random sample in the later ones
@@ -115,7 +115,10 @@ kept and shown as superseded. Extended again (declared 2026-12-04, after the q =
 beta = 0.1 cells of every value ran on validation and test, before any cell below): at q = 0.3
 the learned value's beta is chosen on validation among 0.05, 0.1 and 0.25 at N = 4 and 8, and
 the none value runs at N = 8 too (its one beta); q 0.6 and 0.8 stay at N = 4 (Best-of-4's
-best-of-pool is 0.95 and 1.0 there on test: no room for either method)."""
+best-of-pool is 0.95 and 1.0 there on test: no room for either method). And (declared
+2026-12-04 09:50 UTC, after those cells ran, before any of these): the none value's beta is
+chosen on validation too at q = 0.3 (0.05, 0.1, 0.25 at N = 4 and 8), since SciWorld pays
+score increments before the end, so beta acts without a value (on WebShop it cannot)."""
 
 
 def cell(grid: BenchGrid, split: str, **kw: Any) -> dict[str, Any]:

@@ -177,10 +177,12 @@ def test_sciworld_s_later_settings_add_their_cells_and_the_rule_reads_their_beta
     beta or setting never enters the choice."""
     cells = candidates("sciworld")
     got = {(c["value"], c["q"], c["n"], c["beta"]) for c in cells}
-    assert len(got) == len(cells) == 3 + 1 + 1 + 3 + 3  # none q x N4, none q0.3 N8; learned
+    assert len(got) == len(cells) == 2 + 3 + 3 + 1 + 3 + 3  # none: q 0.6, 0.8 at N 4, q 0.3
+    # at N 4 and 8 x 3 betas; learned: q 0.3 at N 4 and 8 x 3 betas, q 0.6 at N 4
     assert {("learned", 0.3, n, b) for n in (4, 8) for b in (0.05, 0.1, 0.25)} <= got
     assert ("learned", 0.6, 4, 0.1) in got and ("learned", 0.6, 8, 0.1) not in got
-    assert ("none", 0.3, 8, 0.1) in got and ("none", 0.6, 8, 0.1) not in got
+    assert {("none", 0.3, n, b) for n in (4, 8) for b in (0.05, 0.1, 0.25)} <= got
+    assert ("none", 0.6, 8, 0.1) not in got and ("none", 0.6, 4, 0.05) not in got
     base = {**GRIDS["sciworld"].base, "value_model": "models/value-sciworld"}
 
     def rec(n: int, beta: float, g: float) -> dict:
