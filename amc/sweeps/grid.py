@@ -194,7 +194,8 @@ def complete(runs: Sequence[dict[str, Any]], bench: str) -> list[dict[str, Any]]
     def betas(c: dict[str, Any]) -> tuple[float, ...]:
         return declared_betas(bench, c["value"], c["q"], c["n"])
 
-    return [r for r in recs if betas(r["cell"]) and r["cell"]["beta"] in betas(r["cell"])
+    # an undeclared setting has no betas, so its records fail the first test too
+    return [r for r in recs if r["cell"]["beta"] in betas(r["cell"])
             and set(betas(r["cell"])) <= seen[_key(r["cell"])]]
 
 
