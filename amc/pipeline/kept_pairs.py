@@ -8,7 +8,8 @@ exact p existed lacks it; its kept results (``<method>__seed<k>.jsonl.gz``, e.g.
 
     python -m amc.pipeline.kept_pairs SUMMARY KEPT_DIR
 
-Only ``paired`` changes; every other field of the summary stays as the report wrote it.
+Only ``paired`` and ``paired_values`` (AMC minus zero-shot SMC, with each side's prior calls
+per run) change; every other field of the summary stays as the report wrote it.
 """
 
 from __future__ import annotations
@@ -39,14 +40,17 @@ def kept_results(kept: Path, specs: Sequence[str], seeds: Sequence[int]
 
 
 def refresh(summary_file: Path, kept: Path) -> dict[str, Any]:
-    """Recompute ``paired`` of ``summary_file`` from ``kept``; write it back; return it."""
+    """Recompute ``paired`` and ``paired_values`` of ``summary_file`` from ``kept``; write it
+    back; return it."""
     from amc.pipeline.report import paired_differences
+    from amc.reports.paired import paired_to_zero_shot
 
     s = json.loads(summary_file.read_text())
     results = kept_results(kept, list(s["methods"]), list(s.get("seeds") or []))
     if not results:
         raise FileNotFoundError(f"no kept results of {summary_file}'s methods in {kept}")
     s["paired"] = paired_differences(s, results)
+    s["paired_values"] = paired_to_zero_shot(s["methods"], results)
     write_json_atomic(summary_file, s)
     return s
 

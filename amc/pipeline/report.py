@@ -36,7 +36,7 @@ from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, stage_main
 from amc.plots import PNG_META, pyplot
 from amc.registry import ENVIRONMENTS, VALUES
-from amc.reports.paired import paired_to_bon
+from amc.reports.paired import paired_to_bon, paired_to_zero_shot
 from amc.results import write_bytes_atomic, write_json_atomic
 from amc.runner import METRICS
 from amc.smc.records import TaskResult
@@ -230,15 +230,17 @@ def paired_differences(ev: dict[str, Any], results: dict[str, list[TaskResult]]
 
 
 def summary(ev: dict[str, Any], promotion: dict[str, Any] | None,
-            calib: dict[str, Any], paired: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Per-method means and standard errors + calibration + the promotion decision."""
+            calib: dict[str, Any], paired: dict[str, Any] | None = None,
+            paired_values: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Per-method means and standard errors + calibration + the promotion decision; the paired
+    differences to Best-of-N (``paired``) and of AMC to zero-shot SMC (``paired_values``)."""
     keep = ("role", "n", "tasks", "runs", *(k + s for k in METRICS for s in ("", "_se")),
             "tokens_per_task", "cost_per_task")
     return {"env": ev["env"], "eval_status": ev["status"], "n_tasks": ev.get("n_tasks"),
             "seeds": ev.get("seeds"), "wall_s": ev.get("wall_s"), "sessions": ev.get("sessions"),
             "config": ev.get("config"),
             "methods": {s: {k: m.get(k) for k in keep} for s, m in ev["methods"].items()},
-            "calibration": calib, "paired": paired or {},
+            "calibration": calib, "paired": paired or {}, "paired_values": paired_values or {},
             "promotion": None if promotion is None else {
                 k: promotion.get(k) for k in ("promote", "reason", "challenger_version",
                                               "champion_after", "delta", "se")}}
@@ -256,7 +258,7 @@ def report(p: PipelineParams, *, calibrate: bool = True) -> dict[str, Any]:
     calib = calibration(p, ev, results, out) if calibrate else {}
     pf = p.promote.out_file
     s = summary(ev, json.loads(pf.read_text()) if pf.is_file() else None, calib,
-                paired_differences(ev, results))
+                paired_differences(ev, results), paired_to_zero_shot(ev["methods"], results))
     write_json_atomic(p.report.summary_file, s)
     return s
 

@@ -71,7 +71,29 @@ def llm_sentence(summary: dict[str, Any], metric: str = "oracle_best") -> str:
                else "no difference is separable (interval excluding 0 and exact p < 0.05)")
     return (f"With the embedded LLM prior ({summary['env']}, the declared {tasks}-task test set × "
             f"{len(summary['seeds'])} seeds, [docs/results.md](docs/results.md)), AMC with the "
-            f"learned value − Best-of-N on the oracle best-of-pool: {parts}; {verdict}.")
+            f"learned value − Best-of-N on the oracle best-of-pool: {parts}; {verdict}."
+            + zero_shot_clause(summary, metric))
+
+
+def zero_shot_clause(summary: dict[str, Any], metric: str = "oracle_best") -> str:
+    """AMC with the learned value − SMC with the zero-shot value at each N, at the prior calls
+    each spent (issue 30's LLM comparison; empty without the summary's ``paired_values``)."""
+    rows = sorted((summary["methods"][s]["n"], r) for s, r in
+                  (summary.get("paired_values") or {}).items() if r.get(metric) is not None)
+    if not rows:
+        return ""
+    parts = []
+    for n, r in rows:
+        share = r["calls"] / r["baseline_calls"]
+        if separable(r, metric):
+            word = "better" if r[metric] > 0 else "worse"
+            verdict = f"the learned value steers {word}"
+        else:
+            verdict = "not separable: no better and no worse within the interval"
+        parts.append(f"N = {n}: {_diff(r, metric)}, at {r['calls']:.1f} vs "
+                     f"{r['baseline_calls']:.1f} prior calls per run ({share:.0%}); {verdict}")
+    return (" AMC with the learned value − SMC with the zero-shot value (whose scores are "
+            f"prior calls too): {'; '.join(parts)}.")
 
 
 def _inside(rows: list[dict[str, Any]], metric: str) -> bool:

@@ -144,13 +144,16 @@ def _paired_line(n: int, label: str, name: str, bname: str, row: Mapping[str, An
 
 
 def reading(methods: Mapping[str, Mapping[str, Any]],
-            paired: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+            paired: Mapping[str, Mapping[str, Any]] | None = None,
+            values: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
     """Sentences computed from the numbers (see the module docstring).
 
     ``paired``: per-method differences to Best-of-N at the same N over the same (task, seed)
     runs (the report's ``paired``); used instead of the unpaired comparison when present.
+    ``values``: AMC minus zero-shot SMC paired the same way, with each side's prior calls per
+    run (the report's ``paired_values``); likewise preferred when present.
     """
-    paired = paired or {}
+    paired, values = paired or {}, values or {}
     by = {(m["role"], m["n"]): (name, m) for name, m in methods.items()}
     lines = []
     if all(m["success"] == 0 for m in methods.values()):
@@ -169,6 +172,14 @@ def reading(methods: Mapping[str, Mapping[str, Any]],
             lines.append(f"N = {n}, {label}: `{name}` − `{bname}` = {_d(d)} → {verdict}.")
         if ("smc", n) in by:
             zname, z = by[("smc", n)]
+            row = values.get(name)
+            if row is not None and row.get("baseline") == zname and row["runs"]:
+                lines += [_paired_line(n, f"learned vs other value, {label}", name, zname, row, k)
+                          for k, label in METRICS[:2]]
+                lines.append(f"N = {n}, prior calls per run: `{name}` {row['calls']:.1f}, "
+                             f"`{zname}` {row['baseline_calls']:.1f} (the other value's scores "
+                             "are prior calls too).")
+                continue
             d, verdict = _compare(m, z, "deployable_reward")
             lines.append(f"N = {n}, learned vs other value (`{zname}`), deployable: "
                          f"{_d(d)} → {verdict}.")
@@ -215,7 +226,7 @@ def _run_body(s: Mapping[str, Any]) -> list[str]:
     """A run's settings, table, paired differences and reading."""
     return [*(f"- {x}" for x in describe_config(s.get("config"))), "", _table(s["methods"]),
             *_paired_block(s.get("paired")),
-            "", *(f"- {x}" for x in reading(s["methods"], s.get("paired")))]
+            "", *(f"- {x}" for x in reading(s["methods"], s.get("paired"), s.get("paired_values")))]
 
 
 def _paired_block(paired: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
@@ -245,7 +256,7 @@ def _pipeline_section(s: Mapping[str, Any], intro: str | None, pngs: list[Path],
         f"- evaluation wall time: {_hours(s.get('wall_s'))} over {s.get('sessions') or '?'} "
         "session(s)\n" if s.get("wall_s") is not None else "",
         _table(s["methods"]), *_paired_block(s.get("paired")), "\n## Reading\n",
-        *(f"- {x}" for x in reading(s["methods"], s.get("paired"))),
+        *(f"- {x}" for x in reading(s["methods"], s.get("paired"), s.get("paired_values"))),
     ]
     if cal:
         nan = float("nan")

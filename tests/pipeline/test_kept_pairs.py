@@ -26,8 +26,12 @@ def test_refresh_reproduces_the_kept_intervals_and_adds_the_exact_p(tmp_path: Pa
     amc4 = after["paired"]["smc@4+challenger"]
     assert amc4["oracle_best_p"] == pytest.approx(0.25)  # 3 tasks differ, all one way: 2/8
     assert after["paired"]["smc@4"]["oracle_best_p"] == pytest.approx(0.125)
-    assert {k: v for k, v in after.items() if k != "paired"} == \
-        {k: v for k, v in stripped.items() if k != "paired"}
+    new = ("paired", "paired_values")
+    assert {k: v for k, v in after.items() if k not in new} == \
+        {k: v for k, v in stripped.items() if k not in new}
+    zs = after["paired_values"]  # AMC minus zero-shot SMC at each N, with the calls spent
+    assert {r["baseline"] for r in zs.values()} == {"smc@4", "smc@8", "smc@15"}
+    assert all(r["baseline_calls"] > r["calls"] for r in zs.values())
 
 
 def test_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

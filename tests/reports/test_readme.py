@@ -80,3 +80,21 @@ def test_the_grpo_sentence_reads_success_and_separation_off_the_summaries() -> N
     assert "is inside two combined standard errors" in same
     apart = readme.grpo_sentence(*_grpo(0.25, 0.6))
     assert "successes: GRPO bon@4" in apart and "not all inside" in apart
+
+
+def test_the_zero_shot_clause_reads_the_paired_values_and_the_calls() -> None:
+    s = _summary(0.02, 0.2, 0.01)
+    assert readme.zero_shot_clause(s) == ""  # an older summary: no paired_values, no clause
+    row = {"oracle_best": -0.006, "oracle_best_lo": -0.025, "oracle_best_hi": 0.014,
+           "oracle_best_p": 1.0, "calls": 19.0, "baseline_calls": 26.35}
+    text = readme.zero_shot_clause({**s, "paired_values": {"smc@4+challenger": row}})
+    assert "N = 4: -0.006 [-0.025, +0.014], exact p 1, at 19.0 vs 26.4 prior calls per run " \
+        "(72%); not separable" in text
+    better = {**row, "oracle_best": 0.1, "oracle_best_lo": 0.05, "oracle_best_p": 0.001}
+    assert "steers better" in readme.zero_shot_clause({**s, "paired_values":
+                                                       {"smc@4+challenger": better}})
+    # the exact p must agree with the interval before the clause calls it separable
+    assert "not separable" in readme.zero_shot_clause(
+        {**s, "paired_values": {"smc@4+challenger": {**better, "oracle_best_p": 0.2}}})
+    assert "with the learned value − Best-of-N" in readme.llm_sentence(
+        {**s, "paired_values": {"smc@4+challenger": row}})
