@@ -229,7 +229,18 @@ def headline(runs: list[dict[str, Any]], best: tuple[dict[str, Any], bool] | Non
     return (f"**In short:** with the learned V_θ, AMC − Best-of-N = {fmt_diff(p)} (oracle "
             f"best-of-pool, {p.d.pairs} pairs, {describe(rec['cell'])}){ceil}: the goal "
             f"(≥ {GOAL:.2f}, interval above 0, exact p < 0.05) is "
-            f"**{'met' if goal_met(p) else 'not met'}**{dep_text}.\n")
+            f"**{'met' if goal_met(p) else 'not met'}**{dep_text}{open_note(rec['cell'])}.\n")
+
+
+def open_note(cell: dict[str, Any]) -> str:
+    """A cell of the regime before issue 30 closed the side channels says so: its planner acted
+    off the menu and its value saw the steps left of a budget = plan + slack (both tell the
+    value which steps were the planner's and how long the optimal plan is)."""
+    if cell.get("menu_form"):
+        return ""
+    return ("; an open-channel cell (before issue 30's item 4: the value could read the "
+            "planner's off-menu actions and the steps left of a budget = plan + "
+            f"{cell['slack']}, which encodes the optimal plan's length)")
 
 
 def goal_met(p: Paired) -> bool:

@@ -13,7 +13,7 @@ from amc.sweeps.config import CellParams
 from amc.sweeps.evidence import main as evidence_main
 from amc.sweeps.evidence import render
 from amc.sweeps.harvest import dumps_record, harvest
-from amc.sweeps.report import best_regime
+from amc.sweeps.report import best_regime, open_note
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,6 +62,9 @@ def test_goal_verdict_and_best_regime_chosen_on_validation():
     assert chosen is good_test and not clean
     text = render([good_test, poor_test], None, None, "e")
     assert "**Goal met**" in text and "chosen on the test cells themselves" in text
+    assert "an open-channel cell" in text  # menu_form False: the side channels were open
+    assert open_note({"menu_form": True, "slack": 1}) == ""
+    assert "budget = plan + 2" in open_note({"slack": 2})  # older records lack the key
 
 
 def with_deployable(rec: dict, gain: float, seed: int) -> dict:
@@ -78,7 +81,8 @@ def test_goal_is_judged_on_the_deployable_selection_too():
     text = render([with_deployable(strong_oracle, 0.0, 12)], None, None, "e")
     goal = text.split("## Goal", 1)[1].split("\n## ", 1)[0]
     assert "**Goal met** on the oracle" in goal and "goal **not met** on it" in goal
-    assert "is **met**; on the deployable selection" in text and ", not met." in text
+    assert "is **met**; on the deployable selection" in text
+    assert ", not met; an open-channel" in text
     text = render([with_deployable(strong_oracle, 0.5, 13)], None, None, "e")
     assert "goal **met** on it" in text.split("## Goal", 1)[1]
 
