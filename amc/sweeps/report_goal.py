@@ -95,12 +95,30 @@ def verdict(protocol: Protocol, chosen: Candidate, runs: list[dict[str, Any]],
                        "settings run; the goal is not decided yet"
                        + (f" ({'; '.join(parts)})." if parts else "."))
     result = "**met**" if not misses else f"**missed** at {', '.join(misses)}"
+    first = test_records(protocol, chosen, runs, values)[0][1][0]
+    why = gap(values.get(str(first.get("value_model_hash")), {})) if misses else ""
     return lines, (f"with the value chosen on validation by the declared protocol "
                    f"(`{chosen.name}`), AMC − Best-of-N on test ({metric}) is "
                    f"{'; '.join(parts)}: the goal (≥ {GOAL['share']:.0%} of the ceiling and "
                    f"≥ +{GOAL['base_abs']:.2f} at N = {protocol.test[0].get('n')}, ≥ "
                    f"+{GOAL['other_abs']:.2f} elsewhere, interval above 0 and sign-flip p < "
-                   f"{GOAL['p']:g}) is {result}.")
+                   f"{GOAL['p']:g}) is {result}{why}.")
+
+
+def gap(value: dict[str, Any]) -> str:
+    """The measured difference between the chosen value and the ceiling on the value's
+    held-out states (its record's offline figures): ranking within a (task, step) and the
+    weight a doomed particle keeps beside a live one (empty without both figures)."""
+    fig = value.get("offline") or {}
+    a, c = fig.get("learned") or {}, fig.get("ceiling") or {}
+    keys = ("auc_within", "doomed_weight")
+    if not all(isinstance(f.get(k), (int, float)) for f in (a, c) for k in keys):
+        return ""
+    return ("; measured on the value's held-out states, the learned value ranks states of one "
+            f"(task, step) with AUC {a['auc_within']:.3f} against the ceiling's "
+            f"{c['auc_within']:.3f}, and a doomed state keeps {a['doomed_weight']:.2f} of a live "
+            f"state's weight against the ceiling's {c['doomed_weight']:.3f}: doomed particles "
+            "survive resampling")
 
 
 def value_goal_section(protocol: Protocol | None, runs: list[dict[str, Any]],

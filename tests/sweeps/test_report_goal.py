@@ -40,6 +40,14 @@ def test_met_needs_the_share_of_the_ceiling_at_the_base_point_and_the_floor_else
     # N = 8: +0.09 is below the +0.10 floor, whatever its share (90% of +0.10)
     runs[2], runs[3] = rec(8, "learned", 0.09), rec(8, "rollout", 0.10)
     assert "**missed** at N = 4, N = 8." in verdict(PROTOCOL, CHOSEN, runs, VALUES)[1]
+    # a miss states the measured gap when the chosen value's record has its offline figures
+    offline = {"learned": {"auc_within": 0.63, "doomed_weight": 0.53},
+               "ceiling": {"auc_within": 0.69, "doomed_weight": 0.006}}
+    values = {**VALUES, "v": {**VALUES["v"], "offline": offline}}
+    why = verdict(PROTOCOL, CHOSEN, runs, values)[1]
+    assert "**missed** at N = 4, N = 8; measured on the value's held-out states" in why
+    assert "AUC 0.630 against the ceiling's 0.690" in why and "keeps 0.53 of a live" in why
+    assert "against the ceiling's 0.006" in why
 
 
 def test_other_values_and_missing_cells_leave_the_goal_undecided():
