@@ -39,10 +39,13 @@ from amc.sweeps.report_closed import closed_section, split_closed
 from amc.sweeps.report_goal import value_goal_section
 from amc.sweeps.report_methods import methods_section
 from amc.sweeps.report_values import quality_section, split_superseded, superseded_section
+from amc.sweeps.report_variants import variants_section
 
 FACTORS = ("q", "beta", "schedule", "n", "slack")
 PROTOCOL = Path("sweeps/protocol-issue30.yaml")
 RENDER_PROTOCOL = Path("sweeps/protocol-issue30-render.yaml")
+VARIANTS = Path("docs/value-variants/result.json")
+"""``benchmarks/bench_value_variants.py``'s result: ensembles and LoRA, offline."""
 """Issue 30's second declared study (the value's rendering), its own methods section."""
 """The declared protocol whose candidates get the "Value methods" section."""
 
@@ -101,13 +104,15 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
            values: dict[str, dict[str, Any]] | None = None,
            cost: dict[str, Any] | None = None, protocol: Protocol | None = None,
            current: dict[str, str] | None = None,
-           more: tuple[Protocol, ...] = ()) -> str:
+           more: tuple[Protocol, ...] = (),
+           variants: dict[str, Any] | None = None) -> str:
     """The whole document (plots written under ``plots`` when given, linked as ``link/``):
     the per-benchmark summary first, then TextCraft's sweep, then the other benchmarks; with
     a declared ``protocol``, its candidates' section (:mod:`amc.sweeps.report_methods`);
     ``current`` (benchmark -> its value stage's model hash, :func:`load_current`) sets the
     cells of an earlier WebShop / SciWorld value apart; ``more``: further declared protocols,
-    each its own methods section after the first's."""
+    each its own methods section after the first's; ``variants``: the representation
+    benchmark's result (:mod:`amc.sweeps.report_variants`)."""
     others, old_others = split_current([r for r in runs if bench_of(r) != "textcraft"],
                                        current or {})
     runs, after = split_closed([r for r in runs if bench_of(r) == "textcraft"])
@@ -128,6 +133,7 @@ def render(runs: list[dict[str, Any]], quality: dict[str, Any] | None,
     parts.append(closed_section(after, values or {}))
     parts.append(methods_section(protocol, after, values or {}))
     parts += [methods_section(m, after, values or {}) for m in more]
+    parts.append(variants_section(variants))
     parts.append(value_goal_section(protocol, after, values or {}))
     parts.append(superseded_section(old, values or {}))
     parts.append(quality_section(quality, plots, link))
@@ -141,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--doc", type=Path, default=Path("docs/evidence.md"))
     ap.add_argument("--protocol", type=Path, default=PROTOCOL,
                     help="the declared value-methods protocol (its section; absent: none)")
+    ap.add_argument("--variants", type=Path, default=VARIANTS,
+                    help="the value-variants benchmark's result (its section; absent: none)")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 when the document differs from what the results give")
     args = ap.parse_args(argv)
@@ -149,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
                   load_values(args.runs), load_cost(args.runs),
                   load_protocol(args.protocol) if args.protocol.is_file() else None,
                   load_current(args.runs),
-                  (load_protocol(RENDER_PROTOCOL),) if RENDER_PROTOCOL.is_file() else ())
+                  (load_protocol(RENDER_PROTOCOL),) if RENDER_PROTOCOL.is_file() else (),
+                  json.loads(args.variants.read_text()) if args.variants.is_file() else None)
     if args.check:
         same = args.doc.is_file() and args.doc.read_text() == text
         print("up to date" if same else f"{args.doc} differs from the committed results")
