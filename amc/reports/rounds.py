@@ -135,18 +135,26 @@ def _attach_restores(ledger: Path, entries: list[dict[str, Any]]) -> None:
 
 
 def restore_readings(entries: Sequence[Entry]) -> list[str]:
-    """One sentence per restore: which runs used the original weights, which the near-copy."""
+    """One sentence per restore: which runs used the original weights, which a near-copy (a
+    later restore's earlier runs used the previous restore's near-copy, not the original)."""
     out = []
     for e in entries:
-        for x in e.get("restores") or []:
+        before = 0  # declared-set results kept before the previous restore
+        for i, x in enumerate(e.get("restores") or []):
             ran = sum(int(v) for k, v in (x.get("kept_before") or {}).items()
                       if k.startswith("round-"))
-            out.append(
-                f"- Round {int(e['ledger']['round'])}'s value was retrained by a fresh machine's "
-                f"restore ({x['restored_at'][:10]}): largest validation-metric difference "
-                f"{float(x['max_difference']):.2g} (tolerance {float(x['tol']):g}); the "
-                f"{ran} declared-set results kept before it ran with the original weights, "
-                "later ones with the retrained near-copy.")
+            head = (f"- Round {int(e['ledger']['round'])}'s value was retrained by a fresh "
+                    f"machine's restore ({x['restored_at'][:10]}): largest validation-metric "
+                    f"difference {float(x['max_difference']):.2g} (tolerance "
+                    f"{float(x['tol']):g}); ")
+            if i == 0:
+                body = (f"the {ran} declared-set results kept before it ran with the original "
+                        "weights")
+            else:
+                body = (f"the {ran - before} declared-set results kept since the previous restore "
+                        "ran with that restore's near-copy")
+            out.append(f"{head}{body}, later ones with this near-copy.")
+            before = ran
     return out
 
 
