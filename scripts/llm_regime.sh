@@ -60,6 +60,9 @@ rounds_keep() {  # the ledgers, every round's rollouts and the frozen set's file
     [ -d "$d" ] || continue
     keep "$d" "$KR/trajectories/$(basename "$d")"
     [ -e "$d/manifest.json" ] && cp "$d/manifest.json" "$KR/trajectories/$(basename "$d")/"
+    for s in "$d"/shards/*-of-*; do  # a collection still in its shards (the flow's fan-out)
+      [ -d "$s" ] && keep "$s" "$KR/trajectories/$(basename "$d")/shards/$(basename "$s")"
+    done
   done
   local F; F=$(pget "$RP" p.promote.frozen_set); [ -e "$F" ] && cp "$F" "$KR/frozen/" || true
   # the gate's evaluation so far (a sitting may end inside it): restored next time, where the
@@ -76,6 +79,9 @@ rounds_restore() {  # KR back into runs/ (what a fresh sitting lacks)
   for d in "$KR"/trajectories/round-*; do
     [ -d "$d" ] || continue
     unkeep "$d" "$C/$(basename "$d")"
+    for s in "$d"/shards/*-of-*; do  # resumed by the shard's collect (finished ids skipped)
+      [ -d "$s" ] && unkeep "$s" "$C/$(basename "$d")/shards/$(basename "$s")"
+    done
     [ -e "$d/manifest.json" ] && [ ! -e "$C/$(basename "$d")/manifest.json" ] && cp "$d/manifest.json" "$C/$(basename "$d")/"
   done
   [ -e "$KR/frozen/$(basename "$F")" ] && [ ! -e "$F" ] && cp "$KR/frozen/$(basename "$F")" "$F"
