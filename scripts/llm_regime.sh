@@ -60,6 +60,7 @@ rounds_keep() {  # the ledgers, every round's rollouts and the frozen set's file
     [ -d "$d" ] || continue
     keep "$d" "$KR/trajectories/$(basename "$d")"
     [ -e "$d/manifest.json" ] && cp "$d/manifest.json" "$KR/trajectories/$(basename "$d")/"
+    rm -rf "$KR/trajectories/$(basename "$d")/shards"  # merged since, or kept again below
     for s in "$d"/shards/*-of-*; do  # a collection still in its shards (the flow's fan-out)
       [ -d "$s" ] && keep "$s" "$KR/trajectories/$(basename "$d")/shards/$(basename "$s")"
     done
