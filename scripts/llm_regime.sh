@@ -20,7 +20,7 @@ P=${P:-configs/llm-regime/params.yaml}
 R=runs/llm-regime
 A=docs/results-assets/llm-regime
 export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TRANSFORMERS_OFFLINE=${TRANSFORMERS_OFFLINE:-1}
-export MLFLOW_DISABLE_TELEMETRY=true DO_NOT_TRACK=true
+export MLFLOW_DISABLE_TELEMETRY=true DO_NOT_TRACK=true PREFECT_SERVER_ANALYTICS_ENABLED=false
 mkdir -p "$R" "$A"
 eval_dir() { python -c "from amc.pipeline.params import load_params as l; print(l('$P').evaluate.out_dir)"; }
 keep() {  # keep SRC DEST: gzip the complete lines of every (method, seed) results file
