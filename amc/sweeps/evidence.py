@@ -44,10 +44,10 @@ from amc.sweeps.report_variants import variants_section
 FACTORS = ("q", "beta", "schedule", "n", "slack")
 PROTOCOL = Path("sweeps/protocol-issue30.yaml")
 RENDER_PROTOCOL = Path("sweeps/protocol-issue30-render.yaml")
-VARIANTS = Path("docs/value-variants/result.json")
-"""``benchmarks/bench_value_variants.py``'s result: ensembles and LoRA, offline."""
 """Issue 30's second declared study (the value's rendering), its own methods section."""
 """The declared protocol whose candidates get the "Value methods" section."""
+VARIANTS = Path("docs/value-variants/result.json")
+"""``benchmarks/bench_value_variants.py``'s result: ensembles and LoRA, offline."""
 
 
 def load_runs(root: Path) -> list[dict[str, Any]]:

@@ -63,7 +63,7 @@ def verdict(protocol: Protocol, chosen: Candidate, runs: list[dict[str, Any]],
             values: dict[str, dict[str, Any]]) -> tuple[list[str], str]:
     """(table lines, the one-sentence result) of the chosen candidate's test cells."""
     metric, lines, parts, misses = protocol.choice.metric, [], [], []
-    done = 0
+    done, base = 0, None  # base: the learned record at the base point (the first setting)
     for i, (cell, learned, ceil) in enumerate(test_records(protocol, chosen, runs, values)):
         n = cell.get("n", CellParams().n)
         if len(learned) != 1 or len(ceil) != 1:
@@ -72,6 +72,7 @@ def verdict(protocol: Protocol, chosen: Candidate, runs: list[dict[str, Any]],
             lines.append(f"| N = {n} | {state} | – | – | – |")
             continue
         done += 1
+        base = learned[0] if i == 0 else base
         a, c = compare(learned[0], metric), compare(ceil[0], metric)
         if a is None or c is None:
             raise ValueError(f"N = {n}: no {metric} in the test records")
@@ -95,8 +96,7 @@ def verdict(protocol: Protocol, chosen: Candidate, runs: list[dict[str, Any]],
                        "settings run; the goal is not decided yet"
                        + (f" ({'; '.join(parts)})." if parts else "."))
     result = "**met**" if not misses else f"**missed** at {', '.join(misses)}"
-    first = test_records(protocol, chosen, runs, values)[0][1][0]
-    why = gap(values.get(str(first.get("value_model_hash")), {})) if misses else ""
+    why = gap(values.get(str(base.get("value_model_hash")), {})) if misses and base else ""
     return lines, (f"with the value chosen on validation by the declared protocol "
                    f"(`{chosen.name}`), AMC − Best-of-N on test ({metric}) is "
                    f"{'; '.join(parts)}: the goal (≥ {GOAL['share']:.0%} of the ceiling and "
