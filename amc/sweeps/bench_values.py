@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from amc.sweeps.grid import is_current
 from amc.sweeps.report import fmt_diff
 from amc.sweeps.select import compare
 
@@ -53,12 +54,10 @@ def split_current(runs: list[dict[str, Any]], current: dict[str, str]
     """(every cell but the superseded ones, the learned cells of a benchmark that ran with a
     value other than its stage's current one, ``current``: benchmark -> model hash). The
     superseded cells are kept and listed (:func:`superseded_note`), never chosen or tabled."""
-    def old(r: dict[str, Any]) -> bool:
-        b = r["cell"].get("benchmark", "textcraft")
-        return (r["cell"]["value"] == "learned" and b in current
-                and r.get("value_model_hash") != current[b])
+    def now(r: dict[str, Any]) -> bool:
+        return is_current(r, current.get(r["cell"].get("benchmark", "textcraft")))
 
-    return [r for r in runs if not old(r)], [r for r in runs if old(r)]
+    return [r for r in runs if now(r)], [r for r in runs if not now(r)]
 
 
 def superseded_note(old: list[dict[str, Any]], bench: str) -> str:
