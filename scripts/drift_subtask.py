@@ -122,29 +122,13 @@ def run_one(beta: float, qa: Options, qb: Options, done: dict[str, str]) -> dict
     return dict(json.loads(done[key][len("RESULT "):]))
 
 
-def main(argv: list[str]) -> None:
-    """The candidates in order, each in its own process (MLflow caches its store per process),
-    stopping at the first that the rule chooses (the rule needs no later one); ``--one BETA
-    A_JSON B_JSON`` runs one and prints its ``RESULT`` line; ``--done FILE`` reuses such lines
-    (a line without ``beta`` ran at the first regime's)."""
-    if argv[:1] == ["--one"]:
-        print("RESULT " + json.dumps(one(float(argv[1]), json.loads(argv[2]),
-                                         json.loads(argv[3]))))
-        return
-    done: dict[str, str] = {}
-    if argv[:1] == ["--done"]:
-        for line in Path(argv[1]).read_text().splitlines():
-            if line.startswith("RESULT "):
-                r = {"beta": BETAS[0], **json.loads(line[len("RESULT "):])}
-                done[json.dumps([r["beta"], r["prior_a"], r["prior_b"]], sort_keys=True)] = (
-                    "RESULT " + json.dumps(r))
-        argv = argv[2:]
-    only_done = argv[:1] == ["--only-done"]  # assemble what ran; the rest is marked not run
-    argv = argv[1:] if only_done else argv
-    out = Path(argv[0] if argv else "evidence/drift/candidates-subtask.json").resolve()
+def search(candidates: tuple[tuple[Options, Options], ...], betas: tuple[float, ...],
+           done: dict[str, str], only_done: bool) -> list[dict[str, Any]]:
+    """The (regime, candidate) rows in the declared order, regimes outer, stopping after the
+    first that the rule chooses (``only_done``: what ran; the rest is marked not run)."""
     rows: list[dict[str, Any]] = []
-    for beta in BETAS:
-        for qa, qb in CANDIDATES:
+    for beta in betas:
+        for qa, qb in candidates:
             if rows and rows[-1]["hurts"]:
                 break
             if only_done and json.dumps([beta, qa, qb], sort_keys=True) not in done:
@@ -153,17 +137,48 @@ def main(argv: list[str]) -> None:
                 continue
             rows.append(run_one(beta, qa, qb, done))
             print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def run_set(argv: list[str], candidates: tuple[tuple[Options, Options], ...],
+            betas: tuple[float, ...], default_out: str, extra: dict[str, Any]) -> None:
+    """One declared candidate set: ``[--done FILE] [--only-done] [out.json]`` (``--done``
+    reuses ``RESULT`` lines; a line without ``beta`` ran at the first regime's); writes the
+    declaration, ``extra`` (notes, probes), the rows and the chosen change."""
+    done: dict[str, str] = {}
+    if argv[:1] == ["--done"]:
+        for line in Path(argv[1]).read_text().splitlines():
+            if line.startswith("RESULT "):
+                r = {"beta": betas[0], **json.loads(line[len("RESULT "):])}
+                done[json.dumps([r["beta"], r["prior_a"], r["prior_b"]], sort_keys=True)] = (
+                    "RESULT " + json.dumps(r))
+        argv = argv[2:]
+    only_done = argv[:1] == ["--only-done"]
+    argv = argv[1:] if only_done else argv
+    out = Path(argv[0] if argv else default_out).resolve()
+    rows = search(candidates, betas, done, only_done)
     chosen = next((r for r in rows if r["hurts"]), None)
-    doc = {"declared": {"params": demo_params(scale="measure"), "betas": BETAS,
-                        "candidates": CANDIDATES,
-                        "tasks": TASKS, "seeds": SEEDS, "n": N,
+    doc = {"declared": {"params": demo_params(scale="measure"), "betas": betas,
+                        "candidates": candidates, "tasks": TASKS, "seeds": SEEDS, "n": N,
                         "rule": "first (beta, candidate) with fall.hi < 0 and recovery.lo > 0"},
-           "notes": NOTES, "candidates": rows,
+           **extra, "candidates": rows,
            "chosen": None if chosen is None else {k: chosen[k]
                                                   for k in ("beta", "prior_a", "prior_b")}}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"chosen: {doc['chosen']}")
+
+
+def main(argv: list[str]) -> None:
+    """The candidates in order, each in its own process (MLflow caches its store per process),
+    stopping at the first that the rule chooses (the rule needs no later one); ``--one BETA
+    A_JSON B_JSON`` runs one and prints its ``RESULT`` line."""
+    if argv[:1] == ["--one"]:
+        print("RESULT " + json.dumps(one(float(argv[1]), json.loads(argv[2]),
+                                         json.loads(argv[3]))))
+        return
+    run_set(argv, CANDIDATES, BETAS, "evidence/drift/candidates-subtask.json",
+            {"notes": NOTES})
 
 
 if __name__ == "__main__":

@@ -34,6 +34,12 @@ read its skill. A change of the map between model versions changes *which* state
 fetched ones), not only how often a task succeeds: the drift demo's prior change
 (:mod:`flows.drift_demo`).
 
+Skill after feedback. ``after`` maps a key to the skill of every step after an observation
+that contains it (e.g. ``{"Inventory": 0.1}``: a model derailed once it lists its inventory;
+``1.0``: one that grounds its plan on the listing). The trigger is text in the history, so a
+value head can read it; a change of the reaction between model versions makes the states a
+stale head weighs up bad (the drift demo's candidate change, ``scripts/drift_feedback.py``).
+
 Planners (a function ``env -> next action | None`` per benchmark, plus optionally a memoised
 menu: the ``planner`` of its :class:`~amc.envs.benchmark.Benchmark` record): TextCraft
 (:mod:`amc.envs.textcraft.planner`) and WebShop (:mod:`amc.envs.webshop.planner`: search,
@@ -75,6 +81,12 @@ class PlannerMixOptions(Frozen):
     """Skill per subtask: key (whole words of the planner's action, e.g. ``craft`` or
     ``oak planks``) -> probability of taking that action; the first matching key in declared
     order wins, actions no key matches use ``q``."""
+    after: dict[str, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=dict)
+    """Skill after feedback: key (whole words of an earlier step's observation, e.g.
+    ``Could not``) -> the probability of taking the planner's action at every later step
+    (replacing ``q`` and ``skills``); the first key in declared order that any earlier
+    observation contains wins. How a model reacts to an error message: ``{"Could not": 1.0}``
+    corrects itself, ``{"Could not": 0.1}`` is derailed by it."""
     menu_form: bool = False
     """Rewrite the planner's actions into the menu's own form (e.g. ``get 9 ice`` twice, not an
     off-menu ``get 18 ice``), so the history does not show which steps were the planner's."""
@@ -111,10 +123,12 @@ class PlannerMixPrior(WantsValidActions):
             env = HistoryView(self.suite, history)
         # always draw the coin first, so the skill only moves the threshold on the same draws
         coin = rng.random()
-        if self.options.skills or coin < self.options.q:
+        fed_back = after(self.options, history)
+        if self.options.skills or fed_back is not None or coin < self.options.q:
             action = (self.hooks.next_action(env) if self.hooks.replay
                       else await asyncio.to_thread(self.hooks.next_action, env))  # may do I/O
-            if action is not None and coin < skill(self.options, action):
+            level = skill(self.options, action or "") if fed_back is None else fed_back
+            if action is not None and coin < level:
                 if self.options.menu_form and self.hooks.to_menu is not None:
                     action = self.hooks.to_menu(env, action)
                 return _turn(action)
@@ -136,6 +150,14 @@ def skill(options: PlannerMixOptions, action: str) -> float:
     nugget ...``), else ``q``."""
     return next((v for k, v in options.skills.items()
                  if re.search(rf"\b{re.escape(k)}\b", action)), options.q)
+
+
+def after(options: PlannerMixOptions, history: History) -> float | None:
+    """The skill set by feedback: the first ``after`` key (declared order) that an earlier
+    step's observation contains as whole words, else None (no feedback seen)."""
+    seen = [s.observation for s in history.steps]
+    return next((v for k, v in options.after.items()
+                 if any(re.search(rf"\b{re.escape(k)}\b", o) for o in seen)), None)
 
 
 def _turn(action: str) -> AgentTurn:

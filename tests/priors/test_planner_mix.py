@@ -18,7 +18,13 @@ from scipy import stats
 from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
 from amc.envs.textcraft.planner import next_action, plan_length, textcraft_menu
 from amc.envs.textcraft.tasks import plan
-from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_planner, skill
+from amc.priors.planner_mix import (
+    PlannerMixOptions,
+    PlannerMixPrior,
+    after,
+    load_planner,
+    skill,
+)
 from amc.registry import PRIORS
 from amc.types import History, Step
 
@@ -267,3 +273,49 @@ def test_skill_is_the_first_matching_key_else_q():
     assert skill(verbs, "get 1 iron nugget") == 0.9
     with pytest.raises(ValueError):
         PlannerMixOptions(skills={"get": 1.5})
+
+
+@pytest.mark.parametrize("level", [1.0, 0.1])
+def test_feedback_sets_the_skill_of_every_later_step(suite, level):
+    """With ``after`` {Inventory: s} (q 0.5): before any listing the planner's share is q; once
+    an earlier observation starts ``Inventory:`` it is s (chi-square, fixed seed), both at a
+    state right after the listing and one step later; an ``after`` ignored (s = q) fails."""
+    h, menu, best = state_before(suite, "get")
+    env = suite.make()
+    env.reset(h.task_id)
+    for s in h.steps:
+        env.step(s.action)
+    res = env.step("inventory")
+    assert res.observation.startswith("Inventory:")
+    listed = h.extend(Step("", "inventory", res.observation, res.reward, res.done))
+    opts = PlannerMixOptions(q=0.5, after={"Inventory": level})
+    pr = PlannerMixPrior(suite, load_planner("textcraft"), opts)
+    n = 3000
+    for hist, share in ((h, 0.5), (listed, level)):
+        acts = propose_many(pr, hist, n, seed=6)
+        assert set(acts) <= set([*menu, best])
+        if share == 1.0:  # chi-square needs every expected count > 0
+            assert set(acts) == {best}
+            continue
+        counts = np.array([acts.count(a) for a in menu])
+        expected = np.array([(1 - share) / len(menu) + (share if a == best else 0.0)
+                             for a in menu]) * n
+        assert stats.chisquare(counts, expected).pvalue > 1e-3
+    later = listed.extend(Step("", best, *_obs(env, best)))
+    assert after(opts, later) == level and after(opts, h) is None
+
+
+def _obs(env, action: str) -> tuple[str, float, bool]:
+    res = env.step(action)
+    return res.observation, res.reward, res.done
+
+
+def test_feedback_key_is_the_first_declared_that_any_earlier_observation_has():
+    opts = PlannerMixOptions(after={"Crafted": 0.2, "Inventory": 0.9})
+    h = History("t", "Crafting commands: ...")
+    h = h.extend(Step("", "inventory", "Inventory: [oak log] (1)", 0.0, False))
+    assert after(opts, h) == 0.9
+    h = h.extend(Step("", "craft 4 oak planks using 1 oak log", "Crafted 4 oak planks", 0, False))
+    assert after(opts, h) == 0.2  # declared order, not the latest observation
+    assert after(PlannerMixOptions(after={"Inventory": 0.9}),
+                 History("t", "Inventory: x")) is None  # the task text is no feedback

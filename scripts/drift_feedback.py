@@ -1,0 +1,108 @@
+"""Which prior change hurts a stale value head? One that inverts what the head reads.
+
+The earlier searches (``scripts/drift_candidates.py``: skill level and action style;
+``scripts/drift_subtask.py``: which subtask the prior is good at) found no change that hurts:
+on TextCraft more of the plan done is better under any of those priors, so a head trained on
+one ranks particles rightly under the other. A change that hurts must make states the head
+weighs up bad under the new prior. Here the change is how the model reacts to feedback it
+asked for (``prior.options.after``, :func:`amc.priors.planner_mix.after`): the menu offers
+``inventory``, whose observation starts ``Inventory:``; model version A grounds its plan on
+the listing (after one, it follows the plan: skill 1.0), version B is derailed by it (skill
+0.1). A head trained on A learns that a particle which listed its inventory is good; under B
+the same particle is doomed. The trigger is text the head sees (no planner internals), as an
+LLM deployment's head would see a model's tool calls.
+
+Declared before running (nothing below was chosen on a head's result; the probe, recorded
+in the output as ``probe``, runs the priors alone on train tasks to show that the trigger is
+frequent and the reaction large: a sizing of the regime, not of the outcome):
+
+- regime: the drift demo's (:func:`flows.drift_demo.demo_params`, ``scale="measure"``:
+  TextCraft depth 2-3, 6 steps, resampling after steps 2 and 4, beta 0.05, a 1-layer MiniLM
+  head from 64 tasks x 8 rollouts), unchanged;
+- candidates, in this order: (A, B) = ({q 0.5, after Inventory 1.0}, {q 0.5, after Inventory
+  0.1}), then the reverse;
+- evaluation, measures and rule: ``scripts/drift_subtask.py``'s (48 test tasks x seeds 500-502,
+  N = 4, paired by (task, seed), averaged within task, t interval over tasks and exact
+  sign-flip p; chosen: the first candidate whose fall g1 - g0 lies below 0 and whose recovery
+  g2 - g1 lies above 0).
+
+``PYTHONPATH=. python scripts/drift_feedback.py [--done RESULTS.txt [--only-done]] [out.json]``
+(default ``evidence/drift/candidates-feedback.json``); a candidate takes ~35 min on one quiet
+core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import numpy as np
+
+from flows.drift_demo import demo_params
+from scripts.drift_subtask import Options, run_set
+
+KEY = "Inventory"
+CANDIDATES: tuple[tuple[Options, Options], ...] = (
+    ({"q": 0.5, "after": {KEY: 1.0}}, {"q": 0.5, "after": {KEY: 0.1}}),
+    ({"q": 0.5, "after": {KEY: 0.1}}, {"q": 0.5, "after": {KEY: 1.0}}),
+)
+"""(prior A options, prior B options), in the declared order."""
+BETAS = (0.05,)
+"""``smc.beta`` of the one regime (the demo's)."""
+PROBE_TASKS, PROBE_ROLLOUTS, PROBE_BY = 48, 8, 2
+"""The probe: train tasks, rollouts per task (one seeded generator), and the step by which a
+listing counts (the first resampling)."""
+
+
+async def _probe_one(opts: Options) -> dict[str, Any]:
+    from amc.envs.replay import build_suite
+    from amc.priors.planner_mix import PlannerMixOptions, make_planner_mix_prior
+    from amc.types import History, Step
+
+    params = demo_params(scale="measure")
+    env_opts, steps = params["env"]["options"], params["smc"]["max_steps"]
+    prior = make_planner_mix_prior(PlannerMixOptions(**opts), env_name="textcraft",
+                                   env_options=env_opts)
+    suite = build_suite("textcraft", env_opts)
+    rng = np.random.default_rng(0)
+    split: dict[bool, list[float]] = {True: [], False: []}  # listed by PROBE_BY -> successes
+    for task in suite.task_ids("train")[:PROBE_TASKS]:
+        for _ in range(PROBE_ROLLOUTS):
+            env = suite.make()
+            h = History(task_id=task, observation0=env.reset(task))
+            listed, done = False, False
+            for k in range(steps):
+                turn = await prior.propose(h, rng)
+                st = env.step(turn.action)
+                h = History(task_id=task, observation0=h.observation0, steps=(*h.steps, Step(
+                    turn.raw_text, turn.action, st.observation, st.reward, st.done)))
+                listed |= k < PROBE_BY and st.observation.startswith(KEY)
+                done = st.done
+                if done:
+                    break
+            split[listed].append(float(done))
+            env.close()
+    await prior.aclose()
+    n = len(split[True]) + len(split[False])
+    return {"prior": opts, "rollouts": n, "listed_by_step": PROBE_BY,
+            "listed": len(split[True]) / n,
+            "success": (sum(split[True]) + sum(split[False])) / n,
+            "success_if_listed": float(np.mean(split[True])) if split[True] else None,
+            "success_if_not": float(np.mean(split[False])) if split[False] else None}
+
+
+def probe() -> list[dict[str, Any]]:
+    """Each prior alone (no head): how often it lists its inventory by the first resampling,
+    and its success with and without a listing."""
+    priors = {str(o): o for pair in CANDIDATES for o in pair}
+    return [asyncio.run(_probe_one(o)) for o in priors.values()]
+
+
+def main(argv: list[str]) -> None:
+    run_set(argv, CANDIDATES, BETAS, "evidence/drift/candidates-feedback.json",
+            {"probe": probe()})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
