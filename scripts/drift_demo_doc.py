@@ -39,6 +39,14 @@ def skills(opts: dict[str, Any]) -> str:
     return words + "".join(f", after '{k}' {v:g}" for k, v in opts.get("after", {}).items())
 
 
+def overrides(r: dict[str, Any]) -> str:
+    """A regime's overrides of the demo's params in words (empty when none)."""
+    def flat(d: dict[str, Any], pre: str = "") -> list[str]:
+        return [x for k, v in d.items() for x in (
+            flat(v, f"{pre}{k}.") if isinstance(v, dict) else [f"{pre}{k} {v}"])]
+    return "".join(f", {x}" for x in flat(r.get("overrides") or {}))
+
+
 def probe_line(p: dict[str, Any]) -> str:
     """One prior alone (the feedback search's sizing probe)."""
     return (f"- prior alone, {skills(p['prior'])}: lists its inventory by step "
@@ -56,12 +64,13 @@ def candidate_lines(doc: dict[str, Any], name: str) -> list[str]:
     out += [probe_line(p) for p in doc.get("probe", [])]
     for r in doc["candidates"]:
         if r.get("not_run"):
-            out.append(f"- beta {r['beta']:g}, A ({skills(r['prior_a'])}) -> B "
+            out.append(f"- beta {r['beta']:g}{overrides(r)}, A ({skills(r['prior_a'])}) -> B "
                        f"({skills(r['prior_b'])}): not run.")
             continue
         s = r["success"]
         out.append(
-            f"- beta {r['beta']:g}, A ({skills(r['prior_a'])}) -> B ({skills(r['prior_b'])}): "
+            f"- beta {r['beta']:g}{overrides(r)}, A ({skills(r['prior_a'])}) -> B "
+            f"({skills(r['prior_b'])}): "
             f"Best-of-N success "
             f"{s['A:bon@4']:.2f} on A, {s['B:bon@4']:.2f} on B; stale gain g0 "
             f"{ci(r['gains']['g0'])}, g1 {ci(r['gains']['g1'])}; retrained g2 "

@@ -16,9 +16,16 @@ Declared before running (nothing below was chosen on a head's result; the probe,
 in the output as ``probe``, runs the priors alone on train tasks to show that the trigger is
 frequent and the reaction large: a sizing of the regime, not of the outcome):
 
-- regime: the drift demo's (:func:`flows.drift_demo.demo_params`, ``scale="measure"``:
-  TextCraft depth 2-3, 6 steps, resampling after steps 2 and 4, beta 0.05, a 1-layer MiniLM
-  head from 64 tasks x 8 rollouts), unchanged;
+- regimes, in this order: (1) the drift demo's (:func:`flows.drift_demo.demo_params`,
+  ``scale="measure"``: TextCraft depth 2-3, 6 steps, resampling after steps 2 and 4, beta
+  0.05, a 1-layer MiniLM head of ``max_length`` 128 from 64 tasks x 8 rollouts), unchanged;
+  (2) the same with the whole 6-layer MiniLM as the head's backbone (``train.num_layers``
+  6), declared after regime 1 ran: there the stale head's gain fell but the retrained head
+  did not recover it, and a diagnostic on train tasks the collection did not use (a 1-layer
+  head trained on the grounding prior, its scores of fresh rollouts' states at the two
+  resampling steps) found it scoring listed states barely above unlisted ones at step 2 and
+  below them at step 4, though they succeed far more often; the listing is in what the head
+  reads (the probe's ``rendered_there``), so the 1-layer head fails to learn it;
 - candidates, in this order: (A, B) = ({q 0.5, after Inventory 1.0}, {q 0.5, after Inventory
   0.1}), then the reverse;
 - evaluation, measures and rule: ``scripts/drift_subtask.py``'s (48 test tasks x seeds 500-502,
@@ -27,8 +34,8 @@ frequent and the reaction large: a sizing of the regime, not of the outcome):
   g2 - g1 lies above 0).
 
 ``PYTHONPATH=. python scripts/drift_feedback.py [--done RESULTS.txt [--only-done]] [out.json]``
-(default ``evidence/drift/candidates-feedback.json``); a candidate takes ~35 min on one quiet
-core.
+(default ``evidence/drift/candidates-feedback.json``); each row records its seconds (a
+6-layer head trains several times slower than a 1-layer one).
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from flows.drift_demo import demo_params
-from scripts.drift_subtask import Options, run_set
+from scripts.drift_subtask import Options, Regime, run_set
 
 KEY = "Inventory"
 CANDIDATES: tuple[tuple[Options, Options], ...] = (
@@ -48,25 +55,37 @@ CANDIDATES: tuple[tuple[Options, Options], ...] = (
     ({"q": 0.5, "after": {KEY: 0.1}}, {"q": 0.5, "after": {KEY: 1.0}}),
 )
 """(prior A options, prior B options), in the declared order."""
-BETAS = (0.05,)
-"""``smc.beta`` of the one regime (the demo's)."""
-PROBE_TASKS, PROBE_ROLLOUTS, PROBE_BY = 48, 8, 2
+REGIMES: tuple[Regime, ...] = ((0.05, {}), (0.05, {"train": {"num_layers": 6}}))
+"""(``smc.beta``, overrides of the demo's ``train`` params) of each regime, in the declared
+order (the second declared after the first ran)."""
+LISTED = "inventory :"
+"""A listing's observation as the (uncased) tokenizer decodes it (the action reads
+``inventory`` without the colon)."""
+LENGTHS = (128,)
+"""The head lengths (tokens, left-truncated) whose input the probe reads: the demo's."""
+PROBE_TASKS, PROBE_ROLLOUTS, PROBE_BY, LAST = 48, 8, 2, 4
 """The probe: train tasks, rollouts per task (one seeded generator), and the step by which a
-listing counts (the first resampling)."""
+listing counts (the first resampling), and the last resampling's step."""
 
 
 async def _probe_one(opts: Options) -> dict[str, Any]:
     from amc.envs.replay import build_suite
     from amc.priors.planner_mix import PlannerMixOptions, make_planner_mix_prior
     from amc.types import History, Step
+    from amc.value.model import ModelConfig, load_tokenizer_for
+    from amc.value.render import RenderOptions, render
 
     params = demo_params(scale="measure")
     env_opts, steps = params["env"]["options"], params["smc"]["max_steps"]
     prior = make_planner_mix_prior(PlannerMixOptions(**opts), env_name="textcraft",
                                    env_options=env_opts)
     suite = build_suite("textcraft", env_opts)
+    tok = load_tokenizer_for(ModelConfig())  # the demo head's backbone (left truncation)
+
     rng = np.random.default_rng(0)
     split: dict[bool, list[float]] = {True: [], False: []}  # listed by PROBE_BY -> successes
+    seen = {n: 0 for n in LENGTHS}  # listings before the last resampling still rendered there
+    late = 0
     for task in suite.task_ids("train")[:PROBE_TASKS]:
         for _ in range(PROBE_ROLLOUTS):
             env = suite.make()
@@ -79,6 +98,12 @@ async def _probe_one(opts: Options) -> dict[str, Any]:
                     turn.raw_text, turn.action, st.observation, st.reward, st.done)))
                 listed |= k < PROBE_BY and st.observation.startswith(KEY)
                 done = st.done
+                if h.t == LAST and any(s.observation.startswith(KEY) for s in h.steps):
+                    late += 1
+                    text = render(h, RenderOptions(env="textcraft"))  # the pipeline's
+                    for n in LENGTHS:  # what the head reads: the last n tokens (left-truncated)
+                        ids = tok(text, truncation=True, max_length=n)["input_ids"]
+                        seen[n] += LISTED in tok.decode(ids)
                 if done:
                     break
             split[listed].append(float(done))
@@ -89,7 +114,9 @@ async def _probe_one(opts: Options) -> dict[str, Any]:
             "listed": len(split[True]) / n,
             "success": (sum(split[True]) + sum(split[False])) / n,
             "success_if_listed": float(np.mean(split[True])) if split[True] else None,
-            "success_if_not": float(np.mean(split[False])) if split[False] else None}
+            "success_if_not": float(np.mean(split[False])) if split[False] else None,
+            "listed_by_last_resampling": late,
+            "rendered_there": {str(n): seen[n] / late if late else None for n in LENGTHS}}
 
 
 def probe() -> list[dict[str, Any]]:
@@ -100,7 +127,7 @@ def probe() -> list[dict[str, Any]]:
 
 
 def main(argv: list[str]) -> None:
-    run_set(argv, CANDIDATES, BETAS, "evidence/drift/candidates-feedback.json",
+    run_set(argv, CANDIDATES, REGIMES, "evidence/drift/candidates-feedback.json",
             {"probe": probe()})
 
 

@@ -58,6 +58,9 @@ CANDIDATES: tuple[tuple[Options, Options], ...] = (
     ({"q": 0.5, "skills": SKILLS_B}, {"q": 0.5, "skills": SKILLS_A}),
 )
 """(prior A options, prior B options), in the declared order."""
+Regime = tuple[float, Options]
+"""A regime: ``smc.beta`` and overrides of the demo's params ({}: none; section -> values,
+merged into the section, e.g. ``{"env": {"options": {"reward": "binary"}}}``)."""
 TASKS = 48
 SEEDS = (500, 501, 502)
 N = 4
@@ -76,12 +79,15 @@ def gain(t: dict[str, dict[tuple[str, int], float]], head: str) -> dict[tuple[st
     return {k: smc[k] - bon[k] for k in smc if k in bon}
 
 
-def candidate(beta: float, qa: Options, qb: Options, root: Path) -> dict[str, Any]:
-    """Train stale (A) and retrained (B) heads, evaluate, the paired fall and recovery."""
+def candidate(beta: float, qa: Options, qb: Options, root: Path,
+              over: Options | None = None) -> dict[str, Any]:
+    """Train stale (A) and retrained (B) heads, evaluate, the paired fall and recovery
+    (``over``: the regime's overrides of the demo's params)."""
     os.chdir(root)
     params_path = root / "params.yaml"
     data = demo_params(scale="measure")
     data["smc"]["beta"] = beta
+    merge(data, over or {})
     params_path.write_text(yaml.safe_dump(data, sort_keys=False))
     stale = train_round(params_path, qa)
     fresh = train_round(params_path, qb)
@@ -95,53 +101,71 @@ def candidate(beta: float, qa: Options, qb: Options, root: Path) -> dict[str, An
              for name, g in (("g0", g0), ("g1", g1), ("g2", g2))}
     rates = {f"{side}:{spec}": sum(v.values()) / len(v)
              for side, t in (("A", on_a), ("B", on_b)) for spec, v in t.items()}
-    return {"beta": beta, "prior_a": qa, "prior_b": qb, "gains": gains, "success": rates,
+    return {"beta": beta, **({"overrides": over} if over else {}), "prior_a": qa,
+            "prior_b": qb, "gains": gains, "success": rates,
             "fall": fall.to_dict(), "recovery": rec.to_dict(),
             "hurts": bool(fall.hi < 0 and rec.lo > 0), "models": [stale, fresh]}
 
 
-def one(beta: float, qa: Options, qb: Options) -> dict[str, Any]:
+def merge(into: dict[str, Any], over: dict[str, Any]) -> None:
+    """Merge ``over`` into ``into`` recursively (dicts merge, other values replace)."""
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(into.get(k), dict):
+            merge(into[k], v)
+        else:
+            into[k] = v
+
+
+def one(beta: float, qa: Options, qb: Options, over: Options | None = None) -> dict[str, Any]:
     """One (regime, candidate) in a fresh temp dir (its own MLflow store)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="drift-subtask-") as tmp:
-        row = candidate(beta, qa, qb, Path(tmp))
+        row = candidate(beta, qa, qb, Path(tmp), over)
     return {**row, "seconds": round(time.monotonic() - started, 1)}
 
 
-def run_one(beta: float, qa: Options, qb: Options, done: dict[str, str]) -> dict[str, Any]:
+def key(beta: float, qa: Options, qb: Options, over: Options | None = None) -> str:
+    """A (regime, candidate)'s key in ``done`` (a regime without overrides: its beta alone)."""
+    return json.dumps([beta, qa, qb, *([over] if over else [])], sort_keys=True)
+
+
+def run_one(beta: float, qa: Options, qb: Options, done: dict[str, str],
+            over: Options | None = None) -> dict[str, Any]:
     """One (regime, candidate)'s row: from ``done`` (its ``--one`` output line, keyed by its
     JSON) when given, else run in a subprocess."""
-    key = json.dumps([beta, qa, qb], sort_keys=True)
-    if key not in done:
+    k = key(beta, qa, qb, over)
+    if k not in done:
+        extra = [json.dumps(over)] if over else []
         proc = subprocess.run([sys.executable, __file__, "--one", str(beta), json.dumps(qa),
-                               json.dumps(qb)], capture_output=True, text=True, check=False)
+                               json.dumps(qb), *extra], capture_output=True, text=True,
+                              check=False)
         lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
         if proc.returncode or not lines:
             raise RuntimeError(f"candidate {(qa, qb)} failed:\n{proc.stderr[-3000:]}")
-        done[key] = lines[-1]
-    return dict(json.loads(done[key][len("RESULT "):]))
+        done[k] = lines[-1]
+    return dict(json.loads(done[k][len("RESULT "):]))
 
 
-def search(candidates: tuple[tuple[Options, Options], ...], betas: tuple[float, ...],
+def search(candidates: tuple[tuple[Options, Options], ...], regimes: tuple[Regime, ...],
            done: dict[str, str], only_done: bool) -> list[dict[str, Any]]:
     """The (regime, candidate) rows in the declared order, regimes outer, stopping after the
     first that the rule chooses (``only_done``: what ran; the rest is marked not run)."""
     rows: list[dict[str, Any]] = []
-    for beta in betas:
+    for beta, over in regimes:
         for qa, qb in candidates:
             if rows and rows[-1]["hurts"]:
                 break
-            if only_done and json.dumps([beta, qa, qb], sort_keys=True) not in done:
-                rows.append({"beta": beta, "prior_a": qa, "prior_b": qb, "not_run": True,
-                             "hurts": False})
+            if only_done and key(beta, qa, qb, over) not in done:
+                rows.append({"beta": beta, **({"overrides": over} if over else {}),
+                             "prior_a": qa, "prior_b": qb, "not_run": True, "hurts": False})
                 continue
-            rows.append(run_one(beta, qa, qb, done))
+            rows.append(run_one(beta, qa, qb, done, over))
             print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
 def run_set(argv: list[str], candidates: tuple[tuple[Options, Options], ...],
-            betas: tuple[float, ...], default_out: str, extra: dict[str, Any]) -> None:
+            regimes: tuple[Regime, ...], default_out: str, extra: dict[str, Any]) -> None:
     """One declared candidate set: ``[--done FILE] [--only-done] [out.json]`` (``--done``
     reuses ``RESULT`` lines; a line without ``beta`` ran at the first regime's); writes the
     declaration, ``extra`` (notes, probes), the rows and the chosen change."""
@@ -149,21 +173,24 @@ def run_set(argv: list[str], candidates: tuple[tuple[Options, Options], ...],
     if argv[:1] == ["--done"]:
         for line in Path(argv[1]).read_text().splitlines():
             if line.startswith("RESULT "):
-                r = {"beta": betas[0], **json.loads(line[len("RESULT "):])}
-                done[json.dumps([r["beta"], r["prior_a"], r["prior_b"]], sort_keys=True)] = (
+                r = {"beta": regimes[0][0], **json.loads(line[len("RESULT "):])}
+                done[key(r["beta"], r["prior_a"], r["prior_b"], r.get("overrides"))] = (
                     "RESULT " + json.dumps(r))
         argv = argv[2:]
     only_done = argv[:1] == ["--only-done"]
     argv = argv[1:] if only_done else argv
     out = Path(argv[0] if argv else default_out).resolve()
-    rows = search(candidates, betas, done, only_done)
+    rows = search(candidates, regimes, done, only_done)
     chosen = next((r for r in rows if r["hurts"]), None)
-    doc = {"declared": {"params": demo_params(scale="measure"), "betas": betas,
+    overs = [o for _, o in regimes]
+    doc = {"declared": {"params": demo_params(scale="measure"),
+                        "betas": [b for b, _ in regimes],
+                        **({"overrides": overs} if any(overs) else {}),
                         "candidates": candidates, "tasks": TASKS, "seeds": SEEDS, "n": N,
                         "rule": "first (beta, candidate) with fall.hi < 0 and recovery.lo > 0"},
            **extra, "candidates": rows,
-           "chosen": None if chosen is None else {k: chosen[k]
-                                                  for k in ("beta", "prior_a", "prior_b")}}
+           "chosen": None if chosen is None else {
+               k: chosen[k] for k in ("beta", "overrides", "prior_a", "prior_b") if k in chosen}}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"chosen: {doc['chosen']}")
@@ -174,11 +201,12 @@ def main(argv: list[str]) -> None:
     stopping at the first that the rule chooses (the rule needs no later one); ``--one BETA
     A_JSON B_JSON`` runs one and prints its ``RESULT`` line."""
     if argv[:1] == ["--one"]:
+        over = json.loads(argv[4]) if len(argv) > 4 else None
         print("RESULT " + json.dumps(one(float(argv[1]), json.loads(argv[2]),
-                                         json.loads(argv[3]))))
+                                         json.loads(argv[3]), over)))
         return
-    run_set(argv, CANDIDATES, BETAS, "evidence/drift/candidates-subtask.json",
-            {"notes": NOTES})
+    run_set(argv, CANDIDATES, tuple((b, {}) for b in BETAS),
+            "evidence/drift/candidates-subtask.json", {"notes": NOTES})
 
 
 if __name__ == "__main__":
