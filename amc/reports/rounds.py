@@ -150,6 +150,8 @@ def restore_readings(entries: Sequence[Entry]) -> list[str]:
             if i == 0:
                 body = (f"the {ran} declared-set results kept before it ran with the original "
                         "weights")
+            elif ran == before:
+                body = "no declared-set result ran with the previous restore's near-copy"
             else:
                 body = (f"the {ran - before} declared-set results kept since the previous restore "
                         "ran with that restore's near-copy")

@@ -17,3 +17,10 @@ def test_a_later_restore_counts_the_runs_since_the_previous_one() -> None:
     assert "the 66 declared-set results kept since the previous restore ran with that " \
         "restore's near-copy, later ones with this near-copy." in second
     assert "original weights" not in second  # the gate's files are not declared-set results
+
+
+def test_a_restore_with_no_run_since_the_previous_one_says_so() -> None:
+    entry = {"ledger": {"round": 0}, "restores": [_restore("3", 666), _restore("4", 666)]}
+    _, second = restore_readings([entry])
+    assert "no declared-set result ran with the previous restore's near-copy" in second
+    assert "the 0 " not in second
