@@ -126,6 +126,10 @@ rounds_main() {  # rounds 0..K-1: seed round 0, then flow + declared evaluation 
     python -c "from flows.retrain_and_promote import retrain_and_promote as f; f(params_path='$RP')" || rc=$?
     rounds_keep
     [ $rc -eq 0 ] || exit $rc
+    # the round just closed: its gate's evaluation also under its own folder (the live copy
+    # in $KR/gate-eval is the next round's once that starts)
+    r=$(python -m amc.pipeline.round_eval closed "$RP" | tr ' ' '\n' | sort -n | tail -1)
+    keep "$(pget "$RP" p.evaluate.out_dir)" "$KR/$(printf 'round-%04d' "$r")/gate-eval"
   done
   rounds_keep
 }
