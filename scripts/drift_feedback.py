@@ -21,7 +21,8 @@ frequent and the reaction large: a sizing of the regime, not of the outcome):
   0.05, a 1-layer MiniLM head of ``max_length`` 128 from 64 tasks x 8 rollouts), unchanged;
   (2) the same with the whole 6-layer MiniLM as the head's backbone (``train.num_layers``
   6), declared after regime 1 ran: there the stale head's gain fell but the retrained head
-  did not recover it, and a diagnostic on train tasks the collection did not use (a 1-layer
+  did not recover it, and a diagnostic on train tasks the collection did not use
+  (``scripts/drift_head_diagnostic.py``, ``evidence/drift/head-diagnostic.json``: a 1-layer
   head trained on the grounding prior, its scores of fresh rollouts' states at the two
   resampling steps) found it scoring listed states barely above unlisted ones at step 2 and
   below them at step 4, though they succeed far more often; the listing is in what the head
