@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -69,55 +70,68 @@ PROBE_TASKS, PROBE_ROLLOUTS, PROBE_BY, LAST = 48, 8, 2, 4
 listing counts (the first resampling), and the last resampling's step."""
 
 
-async def _probe_one(opts: Options) -> dict[str, Any]:
+async def rollouts(opts: Options, tasks: slice, per_task: int, seed: int) -> list[Any]:
+    """The prior with ``opts`` alone on the demo's train tasks ``tasks``: ``per_task`` rollouts
+    each (task-major, one generator seeded ``seed``), each to its end or the demo's
+    ``smc.max_steps``; their final histories."""
     from amc.envs.replay import build_suite
     from amc.priors.planner_mix import PlannerMixOptions, make_planner_mix_prior
     from amc.types import History, Step
-    from amc.value.model import ModelConfig, load_tokenizer_for
-    from amc.value.render import RenderOptions, render
 
     params = demo_params(scale="measure")
     env_opts, steps = params["env"]["options"], params["smc"]["max_steps"]
     prior = make_planner_mix_prior(PlannerMixOptions(**opts), env_name="textcraft",
                                    env_options=env_opts)
     suite = build_suite("textcraft", env_opts)
-    tok = load_tokenizer_for(ModelConfig())  # the demo head's backbone (left truncation)
-
-    rng = np.random.default_rng(0)
-    split: dict[bool, list[float]] = {True: [], False: []}  # listed by PROBE_BY -> successes
-    seen = {n: 0 for n in LENGTHS}  # listings before the last resampling still rendered there
-    late = 0
-    for task in suite.task_ids("train")[:PROBE_TASKS]:
-        for _ in range(PROBE_ROLLOUTS):
+    rng = np.random.default_rng(seed)
+    out = []
+    for task in suite.task_ids("train")[tasks]:
+        for _ in range(per_task):
             env = suite.make()
-            h = History(task_id=task, observation0=env.reset(task))
-            listed, done = False, False
-            for k in range(steps):
+            h = History(task, env.reset(task))
+            while h.t < steps and not h.done:
                 turn = await prior.propose(h, rng)
                 st = env.step(turn.action)
-                h = History(task_id=task, observation0=h.observation0, steps=(*h.steps, Step(
-                    turn.raw_text, turn.action, st.observation, st.reward, st.done)))
-                listed |= k < PROBE_BY and st.observation.startswith(KEY)
-                done = st.done
-                if h.t == LAST and any(s.observation.startswith(KEY) for s in h.steps):
-                    late += 1
-                    text = render(h, RenderOptions(env="textcraft"))  # the pipeline's
-                    for n in LENGTHS:  # what the head reads: the last n tokens (left-truncated)
-                        ids = tok(text, truncation=True, max_length=n)["input_ids"]
-                        seen[n] += LISTED in tok.decode(ids)
-                if done:
-                    break
-            split[listed].append(float(done))
+                h = h.extend(Step(turn.raw_text, turn.action, st.observation, st.reward,
+                                  st.done))
+            out.append(h)
             env.close()
     await prior.aclose()
-    n = len(split[True]) + len(split[False])
-    return {"prior": opts, "rollouts": n, "listed_by_step": PROBE_BY,
-            "listed": len(split[True]) / n,
-            "success": (sum(split[True]) + sum(split[False])) / n,
+    return out
+
+
+def prefix(h: Any, t: int) -> Any:
+    """The state of history ``h`` after its first ``t`` steps."""
+    return replace(h, steps=h.steps[:t])
+
+
+def listed(h: Any) -> bool:
+    """Whether the history holds an inventory listing."""
+    return any(s.observation.startswith(KEY) for s in h.steps)
+
+
+async def _probe_one(opts: Options) -> dict[str, Any]:
+    from amc.value.model import ModelConfig, load_tokenizer_for
+    from amc.value.render import RenderOptions, render
+
+    tok = load_tokenizer_for(ModelConfig())  # the demo head's backbone (left truncation)
+    runs = await rollouts(opts, slice(0, PROBE_TASKS), PROBE_ROLLOUTS, 0)
+    split: dict[bool, list[float]] = {True: [], False: []}  # listed by PROBE_BY -> successes
+    for h in runs:
+        split[listed(prefix(h, PROBE_BY))].append(float(h.done))
+    # listings before the last resampling, and whether the head's input there still holds them
+    late = [prefix(h, LAST) for h in runs if h.t >= LAST and listed(prefix(h, LAST))]
+    texts = [render(h, RenderOptions(env="textcraft")) for h in late]  # the pipeline's
+    seen = {n: sum(LISTED in tok.decode(tok(x, truncation=True, max_length=n)["input_ids"])
+                   for x in texts) for n in LENGTHS}  # the head reads the last n tokens
+    return {"prior": opts, "rollouts": len(runs), "listed_by_step": PROBE_BY,
+            "listed": len(split[True]) / len(runs),
+            "success": (sum(split[True]) + sum(split[False])) / len(runs),
             "success_if_listed": float(np.mean(split[True])) if split[True] else None,
             "success_if_not": float(np.mean(split[False])) if split[False] else None,
-            "listed_by_last_resampling": late,
-            "rendered_there": {str(n): seen[n] / late if late else None for n in LENGTHS}}
+            "listed_by_last_resampling": len(late),
+            "rendered_there": {str(n): seen[n] / len(late) if late else None
+                               for n in LENGTHS}}
 
 
 def probe() -> list[dict[str, Any]]:

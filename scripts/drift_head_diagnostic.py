@@ -28,7 +28,7 @@ import yaml
 
 from flows.drift_demo import demo_params
 from scripts.drift_candidates import train_round
-from scripts.drift_feedback import KEY
+from scripts.drift_feedback import listed, prefix, rollouts
 from scripts.drift_subtask import Options, merge
 
 TASKS = slice(64, 112)
@@ -37,44 +37,22 @@ ROLLOUTS, SEED = 8, 123
 
 
 async def _scores(data: dict[str, Any], opts: Options, uri: str) -> list[dict[str, Any]]:
-    from amc.envs.replay import build_suite
-    from amc.priors.planner_mix import PlannerMixOptions, make_planner_mix_prior
     from amc.registry import VALUES
-    from amc.types import History, Step
 
-    env_opts, smc = data["env"]["options"], data["smc"]
+    smc = data["smc"]
     value = VALUES.build("learned", {"model": uri}, beta=smc["beta"], env_name="textcraft",
-                         env_options=env_opts)
-    prior = make_planner_mix_prior(PlannerMixOptions(**opts), env_name="textcraft",
-                                   env_options=env_opts)
-    suite = build_suite("textcraft", env_opts)
-    rng = np.random.default_rng(SEED)
-    rows: list[tuple[int, bool, float, History]] = []  # (step, listed, success, state)
-    for task in suite.task_ids("train")[TASKS]:
-        for _ in range(ROLLOUTS):
-            env = suite.make()
-            h = History(task, env.reset(task))
-            states = []
-            for _ in range(smc["max_steps"]):
-                turn = await prior.propose(h, rng)
-                st = env.step(turn.action)
-                h = h.extend(Step(turn.raw_text, turn.action, st.observation, st.reward,
-                                  st.done))
-                if h.t in smc["resample_steps"]:
-                    states.append(h)
-                if st.done:
-                    break
-            rows += [(s.t, any(x.observation.startswith(KEY) for x in s.steps),
-                      float(h.steps[-1].done), s) for s in states]
-            env.close()
+                         env_options=data["env"]["options"])
+    runs = await rollouts(opts, TASKS, ROLLOUTS, SEED)
+    # (step, listed, success, state) of every state at a resampling step
+    rows = [(t, listed(prefix(h, t)), float(h.done), prefix(h, t))
+            for h in runs for t in smc["resample_steps"] if h.t >= t]
     f = await value.score([r[3] for r in rows])
     await value.aclose()
-    await prior.aclose()
     out = []
     for t in smc["resample_steps"]:
-        for listed in (True, False):
-            sel = [(fi, r) for fi, r in zip(f, rows, strict=True) if r[:2] == (t, listed)]
-            out.append({"step": t, "listed": listed, "states": len(sel),
+        for lst in (True, False):
+            sel = [(fi, r) for fi, r in zip(f, rows, strict=True) if r[:2] == (t, lst)]
+            out.append({"step": t, "listed": lst, "states": len(sel),
                         "head_mean": float(np.mean([x for x, _ in sel])) if sel else None,
                         "success": float(np.mean([r[2] for _, r in sel])) if sel else None})
     return out

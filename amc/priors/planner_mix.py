@@ -83,10 +83,10 @@ class PlannerMixOptions(Frozen):
     order wins, actions no key matches use ``q``."""
     after: dict[str, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=dict)
     """Skill after feedback: key (whole words of an earlier step's observation, e.g.
-    ``Could not``) -> the probability of taking the planner's action at every later step
+    ``Inventory``) -> the probability of taking the planner's action at every later step
     (replacing ``q`` and ``skills``); the first key in declared order that any earlier
-    observation contains wins. How a model reacts to an error message: ``{"Could not": 1.0}``
-    corrects itself, ``{"Could not": 0.1}`` is derailed by it."""
+    observation contains wins. How a model reacts to what it observed: ``{"Inventory": 1.0}``
+    grounds its plan on an inventory listing, ``{"Inventory": 0.1}`` is derailed by it."""
     menu_form: bool = False
     """Rewrite the planner's actions into the menu's own form (e.g. ``get 9 ice`` twice, not an
     off-menu ``get 18 ice``), so the history does not show which steps were the planner's."""
@@ -127,8 +127,8 @@ class PlannerMixPrior(WantsValidActions):
         if self.options.skills or fed_back is not None or coin < self.options.q:
             action = (self.hooks.next_action(env) if self.hooks.replay
                       else await asyncio.to_thread(self.hooks.next_action, env))  # may do I/O
-            level = skill(self.options, action or "") if fed_back is None else fed_back
-            if action is not None and coin < level:
+            if action is not None and coin < (
+                    skill(self.options, action) if fed_back is None else fed_back):
                 if self.options.menu_form and self.hooks.to_menu is not None:
                     action = self.hooks.to_menu(env, action)
                 return _turn(action)

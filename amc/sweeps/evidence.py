@@ -43,9 +43,9 @@ from amc.sweeps.report_variants import variants_section
 
 FACTORS = ("q", "beta", "schedule", "n", "slack")
 PROTOCOL = Path("sweeps/protocol-issue30.yaml")
+"""The declared protocol whose candidates get the "Value methods" section."""
 RENDER_PROTOCOL = Path("sweeps/protocol-issue30-render.yaml")
 """Issue 30's second declared study (the value's rendering), its own methods section."""
-"""The declared protocol whose candidates get the "Value methods" section."""
 VARIANTS = Path("docs/value-variants/result.json")
 """``benchmarks/bench_value_variants.py``'s result: ensembles and LoRA, offline."""
 
