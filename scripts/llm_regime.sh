@@ -121,6 +121,9 @@ rounds_main() {  # rounds 0..K-1: seed round 0, then flow + declared evaluation 
       [ -e "$KR/$(printf 'round-%04d' "$r")/evaluation.json" ] && continue
       round_eval "$r" "$([ "$r" -eq $((K - 1)) ] && echo "$GRID")"
     done
+    # each trained round's value on one fixed held-out set (the declared set's kept Best-of-4
+    # prior rollouts); resumable: only rounds not yet in the file are scored
+    python -m amc.pipeline.round_values "$RP" "$KT" "$KR/heldout-values.json"
     [ "$(echo "$closed" | wc -w)" -ge "$K" ] && break
     local rc=0
     python -c "from flows.retrain_and_promote import retrain_and_promote as f; f(params_path='$RP')" || rc=$?

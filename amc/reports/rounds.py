@@ -10,13 +10,15 @@ kept Best-of-N results (a run summary whose paired rows are ``smc@N+challenger``
 This module only renders: from the ledgers and those summaries it builds, per round, the
 dataset size (rows, and rollouts of the rounds the dataset spans), the value's validation
 AUC / Pearson / MAE, AMC − Best-of-N at one N on the declared set with its 95% t interval and
-exact sign-flip p, and the gate's decision; a table of every N of the last evaluated round; and
-a PNG of the gain (with its interval) and the value quality per round. Nothing is typed in.
+exact sign-flip p, and the gate's decision; each round's value on one fixed held-out set
+(:mod:`amc.reports.round_quality`); a table of every N of the last evaluated round; and a PNG
+of the gain (with its interval) and the value quality per round. Nothing is typed in.
 
 Sources (:func:`load_rounds`): a folder holding ``ledger/round-<r:04d>.json`` (or the records
-directly) and ``round-<r:04d>/evaluation.json``, or the resolved copy this module writes
-(``{"rounds": [{"ledger": ..., "evaluation": ...}]}``), so a document regenerates from its
-assets. A gap in the round numbers is an error: a report that skips a round hides it.
+directly), ``round-<r:04d>/evaluation.json`` and ``heldout-values.json``, or the resolved
+copy this module writes (``{"rounds": [{"ledger": ..., "evaluation": ...}]}``), so a
+document regenerates from its assets. A gap in the round numbers is an error: a report that
+skips a round hides it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from amc.plots import pyplot, save_png
+from amc.reports.round_quality import attach_heldout, heldout_lines, rounds_plot
 from amc.results import results_path
 from amc.stats import paired_difference
 
@@ -71,6 +73,7 @@ def load_rounds(src: str | Path) -> list[dict[str, Any]]:
                             "evaluation": json.loads(ev.read_text()) if ev.is_file() else None})
         _attach_versus_first(src, entries)
         _attach_restores(ledger, entries)
+        attach_heldout(src, entries)
     else:
         raise FileNotFoundError(f"{src}: no rounds folder or file")
     for e in entries:
@@ -268,32 +271,6 @@ def grid_table(ev: Mapping[str, Any], metric: str = "oracle_best") -> str:
     return "\n".join(out)
 
 
-def rounds_plot(rows: Sequence[Mapping[str, Any]], out: str | Path, n: int = 4) -> Path:
-    """Gain with its 95% interval (left axis) and validation AUC / Pearson (right) per round."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    xs = [r["round"] for r in rows]
-    ev = [r for r in rows if not math.isnan(r["gain"])]
-    if ev:
-        lo = [r["gain"] - r["lo"] if not math.isnan(r["lo"]) else 0.0 for r in ev]
-        hi = [r["hi"] - r["gain"] if not math.isnan(r["hi"]) else 0.0 for r in ev]
-        ax.errorbar([r["round"] for r in ev], [r["gain"] for r in ev], yerr=[lo, hi],
-                    fmt="o-", color="C0", capsize=4, label=f"AMC − Best-of-{n} (95% t)")
-    ax.axhline(0.0, color="grey", lw=0.8, ls=":")
-    ax.set_xlabel("round")
-    ax.set_ylabel(f"AMC − Best-of-{n}, declared test set")
-    ax.set_xticks(xs)
-    q = ax.twinx()
-    for key, color, label in (("auc", "C1", "val AUC"), ("pearson", "C2", "val Pearson")):
-        q.plot(xs, [r[key] for r in rows], "s--", color=color, label=label)
-    q.set_ylabel("value quality (validation)")
-    lines = ax.get_legend_handles_labels()[0] + q.get_legend_handles_labels()[0]
-    labels = ax.get_legend_handles_labels()[1] + q.get_legend_handles_labels()[1]
-    ax.legend(lines, labels, fontsize=8, loc="best")
-    ax.set_title("Rounds: gain on the declared set and value quality")
-    return save_png(fig, out)
-
-
 def rounds_section(entries: Sequence[Entry], title: str, source: str, assets: Path | None,
                    *, n: int = 4, metric: str = "oracle_best") -> list[str]:
     """The section's markdown lines; with ``assets`` the resolved copy and the plot are written
@@ -312,6 +289,8 @@ def rounds_section(entries: Sequence[Entry], title: str, source: str, assets: Pa
         "detectable effect).", "",
         rounds_table(rows, n)]
     lines += ["", *_readings(rows), *restore_readings(entries)]
+    if held := heldout_lines(entries):
+        lines += ["", *held]
     last = next((e for e in reversed(entries) if e.get("evaluation")), None)
     if last is not None and (grid := grid_table(last["evaluation"], metric)):
         lines += ["", f"Round {int(last['ledger']['round'])}, every N on the declared set:",
@@ -322,7 +301,7 @@ def rounds_section(entries: Sequence[Entry], title: str, source: str, assets: Pa
 
         write_json_atomic(assets / "rounds.json", {"rounds": [dict(e) for e in entries]})
         if any(not math.isnan(r["gain"]) or not math.isnan(r["auc"]) for r in rows):
-            png = rounds_plot(rows, assets / "rounds.png", n)
+            png = rounds_plot(rows, entries, assets / "rounds.png", n)
             lines += ["", f"![rounds]({assets.name}/{png.name})"]
     return [*lines, ""]
 
