@@ -24,6 +24,7 @@ import argparse
 import gzip
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +62,8 @@ class States:
 def load_results(folder: Path, spec: str) -> list[TaskResult]:
     """The kept ``<spec>__seed<k>.jsonl[.gz]`` records of ``folder`` (last per (task, seed))."""
     by: dict[tuple[str, int], TaskResult] = {}
-    files = sorted(folder.glob(f"{spec}__seed*.jsonl*"))
+    name = re.compile(re.escape(spec) + r"__seed\d+\.jsonl(\.gz)?")  # not .failures.jsonl
+    files = sorted(f for f in folder.glob(f"{spec}__seed*") if name.fullmatch(f.name))
     if not files:
         raise FileNotFoundError(f"{folder}: no {spec}__seed<k>.jsonl[.gz] results")
     for f in files:

@@ -34,6 +34,7 @@ def test_every_trained_round_is_scored_on_the_same_states_and_a_rerun_adds_only_
     f = eval_dir / "bon@8__seed1.jsonl"
     f.with_suffix(".jsonl.gz").write_bytes(gzip.compress(f.read_bytes()))
     f.unlink()
+    (eval_dir / "bon@8__seed0.failures.jsonl").write_text('{"task_id": "x"}\n')  # not results
     results = round_values.load_results(eval_dir, "bon@8")
     assert len(results) == 20 and {r.seed for r in results} == {0, 1}
     s = round_values.held_out_states(results, 0.8)
