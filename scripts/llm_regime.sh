@@ -104,6 +104,9 @@ round_eval() {  # round_eval R [N_GRID]: round R's challenger on the declared se
   [ $rc -eq 0 ] || return $rc
   amc report -p "$RX" && cp "$(pget "$RX" p.report.summary_file)" "$KR/$tag/evaluation.json"
 }
+has_grid() {  # has_grid EVALUATION: it holds AMC with the challenger at every N of GRID
+  python -c "import json,sys; m=json.load(open(sys.argv[1]))['methods']; sys.exit(any(f'smc@{n}+challenger' not in m for n in sys.argv[2].split(',')))" "$1" "$GRID"
+}
 rounds_registry() {  # a fresh sitting: kept files back, round 0 seeded, values retrained (checked)
   # evaluate opens models:/ URIs in mlflow_uri's store; the flow's other MLflow clients too
   MLFLOW_TRACKING_URI=$(pget "$RP" p.mlflow_uri); export MLFLOW_TRACKING_URI
@@ -117,9 +120,12 @@ rounds_main() {  # rounds 0..K-1: seed round 0, then flow + declared evaluation 
   rounds_registry
   while :; do
     closed=$(python -m amc.pipeline.round_eval closed "$RP")
-    for r in $closed; do  # every closed round is measured on the declared set
-      [ -e "$KR/$(printf 'round-%04d' "$r")/evaluation.json" ] && continue
-      round_eval "$r" "$([ "$r" -eq $((K - 1)) ] && echo "$GRID")"
+    for r in $closed; do  # every closed round is measured on the declared set at the
+      # template's N (its row); the last one then at every N of GRID too (the same files plus
+      # the other N's: hours, resumable), which rewrites its evaluation with the superset
+      E=$KR/$(printf 'round-%04d' "$r")/evaluation.json
+      [ -e "$E" ] || round_eval "$r"
+      [ "$r" -eq $((K - 1)) ] && ! has_grid "$E" && round_eval "$r" "$GRID"
     done
     # each trained round's value on one fixed held-out set (the declared set's kept Best-of-4
     # prior rollouts); resumable: only rounds not yet in the file are scored
