@@ -33,16 +33,23 @@ Best-of-N's success is well below 1; nothing below was tuned on a head's result)
 ``python scripts/drift_subtask.py [--done RESULTS.txt [--only-done]] [out.json]`` (default
 ``evidence/drift/candidates-subtask.json``); each candidate in its own process and temp dir
 (its own MLflow store); every RNG is seeded. A candidate takes ~35 min on one shared core.
+With ``AMC_DRIFT_WORKDIR=DIR`` each candidate runs in ``DIR/<its key's hash>`` instead and a
+rerun resumes there (a candidate whose 6-layer heads train for an hour outlives a sitting):
+heads already trained are reused (:func:`head`) and the evaluations skip finished tasks (the
+runner's resume); every RNG is seeded, so the row is the one an uninterrupted run writes, but
+for the models' version numbers when a round's training was itself cut short.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +96,8 @@ def candidate(beta: float, qa: Options, qb: Options, root: Path,
     data["smc"]["beta"] = beta
     merge(data, over or {})
     params_path.write_text(yaml.safe_dump(data, sort_keys=False))
-    stale = train_round(params_path, qa)
-    fresh = train_round(params_path, qb)
+    stale = head(root, "stale", lambda: train_round(params_path, qa))
+    fresh = head(root, "fresh", lambda: train_round(params_path, qb))
     kw = {"tasks": TASKS, "seeds": SEEDS, "n": N}
     on_a = successes(params_path, qa, {"stale": stale}, root / "eval-a", **kw)
     on_b = successes(params_path, qb, {"stale": stale, "fresh": fresh}, root / "eval-b", **kw)
@@ -107,6 +114,20 @@ def candidate(beta: float, qa: Options, qb: Options, root: Path,
             "hurts": bool(fall.hi < 0 and rec.lo > 0), "models": [stale, fresh]}
 
 
+def head(root: Path, name: str, train: Callable[[], str]) -> str:
+    """The head ``name``'s model URI: recorded in ``root/heads.json`` once trained, so a rerun
+    in the same ``root`` reuses it instead of training again (its rounds live in ``root``'s
+    MLflow store and ledger)."""
+    path = root / "heads.json"
+    heads = json.loads(path.read_text()) if path.exists() else {}
+    if name not in heads:
+        heads[name] = train()
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(heads))
+        tmp.replace(path)  # atomic: a kill leaves the old record or the new one
+    return str(heads[name])
+
+
 def merge(into: dict[str, Any], over: dict[str, Any]) -> None:
     """Merge ``over`` into ``into`` recursively (dicts merge, other values replace)."""
     for k, v in over.items():
@@ -117,10 +138,16 @@ def merge(into: dict[str, Any], over: dict[str, Any]) -> None:
 
 
 def one(beta: float, qa: Options, qb: Options, over: Options | None = None) -> dict[str, Any]:
-    """One (regime, candidate) in a fresh temp dir (its own MLflow store)."""
+    """One (regime, candidate) in a fresh temp dir (its own MLflow store), or in its folder
+    under ``AMC_DRIFT_WORKDIR`` (resumed); ``seconds``: this process's."""
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="drift-subtask-") as tmp:
-        row = candidate(beta, qa, qb, Path(tmp), over)
+    if work := os.environ.get("AMC_DRIFT_WORKDIR"):
+        root = Path(work) / hashlib.sha256(key(beta, qa, qb, over).encode()).hexdigest()[:12]
+        root.mkdir(parents=True, exist_ok=True)
+        row = candidate(beta, qa, qb, root.resolve(), over)
+    else:
+        with tempfile.TemporaryDirectory(prefix="drift-subtask-") as tmp:
+            row = candidate(beta, qa, qb, Path(tmp), over)
     return {**row, "seconds": round(time.monotonic() - started, 1)}
 
 
