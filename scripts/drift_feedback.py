@@ -27,6 +27,13 @@ frequent and the reaction large: a sizing of the regime, not of the outcome):
   resampling steps) found it scoring listed states barely above unlisted ones at step 2 and
   below them at step 4, though they succeed far more often; the listing is in what the head
   reads (the probe's ``rendered_there``), so the 1-layer head fails to learn it;
+  (3) regime 1 (the 1-layer head) with the success reward (``env.options.reward`` binary)
+  instead of the dense one, declared while regime 2's second candidate ran, before its result
+  and before this regime ran: under the dense reward the head learns the remaining inventory
+  value, in which a listing is a step without progress whatever follows, while what the prior
+  change flips is the chance of success after a listing (the probe: 0.87 vs 0.45 when the prior
+  grounds its plan on it, 0.125 vs 0.35 when it is derailed); under the success reward the
+  head's target is that chance itself;
 - candidates, in this order: (A, B) = ({q 0.5, after Inventory 1.0}, {q 0.5, after Inventory
   0.1}), then the reverse;
 - evaluation, measures and rule: ``scripts/drift_subtask.py``'s (48 test tasks x seeds 500-502,
@@ -57,9 +64,10 @@ CANDIDATES: tuple[tuple[Options, Options], ...] = (
     ({"q": 0.5, "after": {KEY: 0.1}}, {"q": 0.5, "after": {KEY: 1.0}}),
 )
 """(prior A options, prior B options), in the declared order."""
-REGIMES: tuple[Regime, ...] = ((0.05, {}), (0.05, {"train": {"num_layers": 6}}))
-"""(``smc.beta``, overrides of the demo's ``train`` params) of each regime, in the declared
-order (the second declared after the first ran)."""
+REGIMES: tuple[Regime, ...] = ((0.05, {}), (0.05, {"train": {"num_layers": 6}}),
+                               (0.05, {"env": {"options": {"reward": "binary"}}}))
+"""(``smc.beta``, overrides of the demo's params) of each regime, in the declared order (the
+second declared after the first ran, the third while the second's last candidate ran)."""
 LISTED = "inventory :"
 """A listing's observation as the (uncased) tokenizer decodes it (the action reads
 ``inventory`` without the colon)."""
