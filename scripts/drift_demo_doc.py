@@ -62,7 +62,7 @@ def candidate_lines(doc: dict[str, Any], name: str) -> list[str]:
            f" {d['tasks']} test tasks x {len(d['seeds'])} seeds, N = {d['n']}, paired by task "
            f"and seed, t interval over tasks):", ""]
     out += [probe_line(p) for p in doc.get("probe", [])]
-    for r in doc["candidates"]:
+    for r in [*doc["candidates"], *({**x, "after_stop": True} for x in doc.get("after_stop", []))]:
         if r.get("not_run"):
             out.append(f"- beta {r['beta']:g}{overrides(r)}, A ({skills(r['prior_a'])}) -> B "
                        f"({skills(r['prior_b'])}): not run.")
@@ -75,11 +75,24 @@ def candidate_lines(doc: dict[str, Any], name: str) -> list[str]:
             f"{s['A:bon@4']:.2f} on A, {s['B:bon@4']:.2f} on B; stale gain g0 "
             f"{ci(r['gains']['g0'])}, g1 {ci(r['gains']['g1'])}; retrained g2 "
             f"{ci(r['gains']['g2'])}; fall g1 - g0 {ci(r['fall'])}; recovery g2 - g1 "
-            f"{ci(r['recovery'])}: {'chosen' if r['hurts'] else 'not chosen'}.")
-    chosen = doc["chosen"]
+            f"{ci(r['recovery'])}: {verdict(r, doc)}.")
+    chosen, pending = doc["chosen"], doc.get("pending")
     note = f" Note: {doc['notes']}" if doc.get("notes") else ""
-    out += ["", f"Chosen by the declared rule: {'none' if chosen is None else chosen}.{note}"]
+    pick = (f"not yet: {pending} meets it, but a candidate before it in the declared order "
+            f"has not run (it is chosen only if that one does not)" if pending
+            else "none" if chosen is None else str(chosen))
+    out += ["", f"Chosen by the declared rule: {pick}.{note}"]
     return out
+
+
+def verdict(r: dict[str, Any], doc: dict[str, Any]) -> str:
+    """A measured row's standing under the rule (``pending``: an earlier row has not run)."""
+    if r.get("after_stop"):
+        return ("ran after the first that meets the rule (kept, never chosen): "
+                f"{'meets' if r['hurts'] else 'does not meet'} it")
+    if not r["hurts"]:
+        return "not chosen"
+    return "meets the rule (pending)" if doc.get("pending") else "chosen"
 
 
 def demo_lines(demo: dict[str, Any]) -> list[str]:

@@ -208,16 +208,24 @@ def run_set(argv: list[str], candidates: tuple[tuple[Options, Options], ...],
     argv = argv[1:] if only_done else argv
     out = Path(argv[0] if argv else default_out).resolve()
     rows = search(candidates, regimes, done, only_done)
-    chosen = next((r for r in rows if r["hurts"]), None)
+    # rows that ran but come after the rule's stop: kept and shown, never chosen
+    seen = {key(r["beta"], r["prior_a"], r["prior_b"], r.get("overrides")) for r in rows}
+    later = [json.loads(v[len("RESULT "):]) for k, v in done.items() if k not in seen]
+    first = next((i for i, r in enumerate(rows) if r["hurts"]), None)
+    # a row that meets the rule after one not yet run is chosen only if that one does not
+    pending = first is not None and any(r.get("not_run") for r in rows[:first])
+    chosen = None if first is None or pending else rows[first]
     overs = [o for _, o in regimes]
     doc = {"declared": {"params": demo_params(scale="measure"),
                         "betas": [b for b, _ in regimes],
                         **({"overrides": overs} if any(overs) else {}),
                         "candidates": candidates, "tasks": TASKS, "seeds": SEEDS, "n": N,
                         "rule": "first (beta, candidate) with fall.hi < 0 and recovery.lo > 0"},
-           **extra, "candidates": rows,
+           **extra, "candidates": rows, **({"after_stop": later} if later else {}),
            "chosen": None if chosen is None else {
-               k: chosen[k] for k in ("beta", "overrides", "prior_a", "prior_b") if k in chosen}}
+               k: chosen[k] for k in ("beta", "overrides", "prior_a", "prior_b") if k in chosen},
+           **({"pending": {k: rows[first][k] for k in ("beta", "overrides", "prior_a", "prior_b")
+                           if k in rows[first]}} if pending and first is not None else {})}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"chosen: {doc['chosen']}")

@@ -3,12 +3,13 @@ nothing for a training that failed, and a rerun reuses what finished."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from scripts.drift_subtask import head
+from scripts.drift_subtask import head, run_set
 
 
 def test_head_trains_once_and_is_reused(tmp_path: Path) -> None:
@@ -38,3 +39,31 @@ def test_a_failed_training_is_not_recorded(tmp_path: Path) -> None:
         head(tmp_path, "fresh", killed)
     assert head(tmp_path, "stale", killed) == "models:/m/1"  # what finished is kept
     assert head(tmp_path, "fresh", lambda: "models:/m/2") == "models:/m/2"  # trained on rerun
+
+
+def _row(beta: float, a: dict, b: dict, hurts: bool, over: dict | None = None) -> str:
+    row = {"beta": beta, **({"overrides": over} if over else {}), "prior_a": a, "prior_b": b,
+           "hurts": hurts}
+    return "RESULT " + json.dumps(row)
+
+
+def test_a_row_after_one_not_run_is_pending_and_later_runs_are_kept(tmp_path: Path) -> None:
+    a, b = {"q": 0.5}, {"q": 0.1}
+    cands = ((a, b), (b, a))
+    over = {"train": {"num_layers": 6}}
+    done = tmp_path / "done.txt"  # regime 1's second candidate has not run
+    done.write_text("\n".join([_row(0.05, a, b, False), _row(0.05, a, b, True, over),
+                               _row(0.05, b, a, True, over)]) + "\n")
+    out = tmp_path / "out.json"
+    run_set(["--done", str(done), "--only-done", str(out)], cands, ((0.05, {}), (0.05, over)),
+            str(out), {})
+    doc = json.loads(out.read_text())
+    assert [r.get("not_run", False) for r in doc["candidates"]] == [False, True, False]
+    assert doc["chosen"] is None  # the not-run candidate comes first in the declared order
+    assert doc["pending"]["overrides"] == over and doc["pending"]["prior_a"] == a
+    assert [r["prior_a"] for r in doc["after_stop"]] == [b]  # ran after the stop: kept
+    done.write_text(done.read_text() + _row(0.05, b, a, False) + "\n")  # it ran: no hurt
+    run_set(["--done", str(done), "--only-done", str(out)], cands, ((0.05, {}), (0.05, over)),
+            str(out), {})
+    doc = json.loads(out.read_text())
+    assert "pending" not in doc and doc["chosen"]["overrides"] == over
