@@ -191,6 +191,11 @@ def search(candidates: tuple[tuple[Options, Options], ...], regimes: tuple[Regim
     return rows
 
 
+def change(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's (regime, candidate): what the rule chooses."""
+    return {k: row[k] for k in ("beta", "overrides", "prior_a", "prior_b") if k in row}
+
+
 def run_set(argv: list[str], candidates: tuple[tuple[Options, Options], ...],
             regimes: tuple[Regime, ...], default_out: str, extra: dict[str, Any]) -> None:
     """One declared candidate set: ``[--done FILE] [--only-done] [out.json]`` (``--done``
@@ -222,10 +227,8 @@ def run_set(argv: list[str], candidates: tuple[tuple[Options, Options], ...],
                         "candidates": candidates, "tasks": TASKS, "seeds": SEEDS, "n": N,
                         "rule": "first (beta, candidate) with fall.hi < 0 and recovery.lo > 0"},
            **extra, "candidates": rows, **({"after_stop": later} if later else {}),
-           "chosen": None if chosen is None else {
-               k: chosen[k] for k in ("beta", "overrides", "prior_a", "prior_b") if k in chosen},
-           **({"pending": {k: rows[first][k] for k in ("beta", "overrides", "prior_a", "prior_b")
-                           if k in rows[first]}} if pending and first is not None else {})}
+           "chosen": None if chosen is None else change(chosen),
+           **({"pending": change(rows[first])} if pending and first is not None else {})}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"chosen: {doc['chosen']}")

@@ -116,16 +116,16 @@ rounds_registry() {  # a fresh sitting: kept files back, round 0 seeded, values 
   rounds_keep  # the restore's record
 }
 rounds_main() {  # rounds 0..K-1: seed round 0, then flow + declared evaluation per round
-  local K=$1 r closed
+  local K=$1 r closed ev
   rounds_registry
   while :; do
     closed=$(python -m amc.pipeline.round_eval closed "$RP")
     for r in $closed; do  # every closed round is measured on the declared set at the
       # template's N (its row); the last one then at every N of GRID too (the same files plus
       # the other N's: hours, resumable), which rewrites its evaluation with the superset
-      E=$KR/$(printf 'round-%04d' "$r")/evaluation.json
-      [ -e "$E" ] || round_eval "$r"
-      [ "$r" -eq $((K - 1)) ] && ! has_grid "$E" && round_eval "$r" "$GRID"
+      ev=$KR/$(printf 'round-%04d' "$r")/evaluation.json
+      [ -e "$ev" ] || round_eval "$r"
+      [ "$r" -eq $((K - 1)) ] && ! has_grid "$ev" && round_eval "$r" "$GRID"
     done
     # each trained round's value on one fixed held-out set (the declared set's kept Best-of-4
     # prior rollouts); resumable: only rounds not yet in the file are scored
