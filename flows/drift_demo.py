@@ -1,19 +1,19 @@
 """Flow ``amc-drift-demo``: the prior changes in a way that hurts; the loop notices and recovers.
 
-Offline and cheap: TextCraft (offline recipes) and the ``planner-mix`` prior, whose skill per
-subtask (``prior.options.skills``) stands for "the model behind the API". In one directory
-holding its own ``params.yaml`` (:func:`demo_params`; rounds on, a window of one round so a
-retrained head learns the prior as it is now):
+Offline and cheap: TextCraft (offline recipes) and the ``planner-mix`` prior, whose options
+stand for "the model behind the API". In one directory holding its own ``params.yaml``
+(:func:`chosen_params`; rounds on, a window of one round so a retrained head learns the prior
+as it is now), it plays :data:`CHANGE`, the change a declared search chose because it hurts a
+stale head (``scripts/drift_feedback.py``):
 
-1. prior A (:data:`SKILLS_A`: fetches base items reliably, crafts poorly): round 0
+1. prior A (grounds its plan on its own inventory listing): round 0
    (:func:`flows.retrain_and_promote.retrain_and_promote`) trains a head, the gate promotes it
    and records its AMC gain over Best-of-N on the frozen set (``baseline.gain``); check 0 on
    fresh rollouts of A measures the gain g0 (no drift);
-2. the prior changes to B (:data:`SKILLS_B`: the reverse, a new model version better at some
-   subtasks and worse at others; the demo rewrites ``prior.options``, as a provider silently
-   updating its model would). What is scarce progress changes (a crafted intermediate under A,
-   a fetched item under B), so the stale head may weigh up the wrong particles: check 1
-   measures its gain g1 and marks drift on what got worse (the gain fell by more than
+2. the prior changes to B (derailed by the same listing; the demo rewrites ``prior.options``,
+   as a provider silently updating its model would). A state the stale head learned to weigh
+   up (a listing) now predicts failure, so the head steers the wrong way: check 1 measures
+   its gain g1 and marks drift on what got worse (the gain fell by more than
    ``drift.max_gain_drop``, :func:`amc.pipeline.gate_stats.drift_check`), not on any movement;
 3. the drift triggers retraining: round 1 collects fresh rollouts of B and trains; the gate
    decides (a drifted champion has lost its claim, but the challenger must be better
@@ -25,10 +25,10 @@ The story (``drift_demo.json``) has each check's gain with its paired interval (
 seed, t over tasks, exact sign-flip p), the fall g1 - g0 and the recovery g2 - g1 paired by
 task across checks (each check has its own fresh seeds), and the gate's paired difference of
 the retrained head vs the stale one on B (same tasks and seeds: g2 - g1 with Best-of-N
-cancelled). ``scripts/drift_subtask.py`` measures whether the change hurts at this scale
-(``evidence/drift/candidates-subtask.json``: so far it does not, at ``smc.beta`` 1 or 0.05);
-``scripts/drift_demo_doc.py`` writes the docs' section from it and, once one is committed,
-from a demo run (``evidence/drift/demo.json``).
+cancelled). The searches measured which changes hurt at this scale before the demo played one
+(``evidence/drift/candidates-*.json``: a change of skill per subtask, :data:`SKILLS_A` and
+:data:`SKILLS_B`, did not); ``scripts/drift_demo_doc.py`` writes the docs' section from them
+and, once one is committed, from a demo run (``evidence/drift/demo.json``).
 
 Each check and decision is a Prefect artifact and MLflow tags (the stages' own); the demo adds
 a plot of the champion's gain over Best-of-N (with interval), success and calibration per
@@ -66,6 +66,15 @@ SKILLS_A: dict[str, float] = {"get": 0.9, "craft": 0.3}
 """Prior A's skill per subtask: fetches base items reliably, crafts poorly."""
 SKILLS_B: dict[str, float] = {"get": 0.3, "craft": 0.9}
 """Prior B's (the new model version's): the reverse."""
+CHANGE: dict[str, Any] = {
+    "before": {"q": 0.5, "after": {"Inventory": 1.0}},
+    "after": {"q": 0.5, "after": {"Inventory": 0.1}},
+    "overrides": {"env": {"options": {"reward": "binary"}}},
+}
+"""The prior change the demo plays, the one ``scripts/drift_feedback.py``'s declared rule chose
+(``evidence/drift/candidates-feedback.json``): version A grounds its plan on its own inventory
+listing (success after a listing is likely), version B is derailed by it; the heads learn the
+success reward (``overrides`` of :func:`demo_params`), whose good states the change flips."""
 
 
 def demo_params(scale: str = "measure") -> dict[str, Any]:
@@ -97,6 +106,19 @@ def demo_params(scale: str = "measure") -> dict[str, Any]:
                   "calibration_states": 400 if big else 20},
         "report": {"calibration_states": 20},
     }
+
+
+def chosen_params(scale: str = "measure") -> dict[str, Any]:
+    """:func:`demo_params` with the chosen change's overrides, starting on its prior A."""
+    data = _merged(demo_params(scale), CHANGE["overrides"])
+    data["prior"]["options"] = dict(CHANGE["before"])
+    return data
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over``'s leaves set (nested dicts merged, not replaced)."""
+    return {**base, **{k: _merged(base[k], v) if isinstance(v, dict)
+                       and isinstance(base.get(k), dict) else v for k, v in over.items()}}
 
 
 def set_prior(params_path: str, options: dict[str, Any]) -> None:
@@ -194,9 +216,9 @@ def check_line(r: dict[str, Any]) -> str:
 def drift_demo(params_path: str = "params.yaml", before: dict[str, Any] | None = None,
                after: dict[str, Any] | None = None) -> dict[str, Any]:
     """Round 0 on prior A; the prior changes to B, which hurts the stale head (drift); round 1
-    retrains on B. Returns the story (prior options default to A's and B's skill maps)."""
-    before = before or {"q": 0.5, "skills": dict(SKILLS_A)}
-    after = after or {"q": 0.5, "skills": dict(SKILLS_B)}
+    retrains on B. Returns the story (prior options default to :data:`CHANGE`'s)."""
+    before = before or dict(CHANGE["before"])
+    after = after or dict(CHANGE["after"])
     set_prior(params_path, before)
     first = retrain_and_promote(params_path)
     rows = [row("A", "A: round 0", before, drift_flow(params_path, trigger_retraining=False))]
@@ -242,13 +264,13 @@ def story_lines(out: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str]) -> None:
-    """``init <params.yaml> [measure|toy]`` writes the demo's params (default ``measure``, the
-    measured regime); no argument runs the demo here."""
+    """``init <params.yaml> [measure|toy]`` writes the demo's params (:func:`chosen_params`,
+    default ``measure``, the measured regime); no argument runs the demo here."""
     if argv[:1] == ["init"] and len(argv) in (2, 3):
         path = Path(argv[1])
         path.parent.mkdir(parents=True, exist_ok=True)
         scale = argv[2] if len(argv) == 3 else "measure"
-        path.write_text(yaml.safe_dump(demo_params(scale=scale), sort_keys=False))
+        path.write_text(yaml.safe_dump(chosen_params(scale=scale), sort_keys=False))
         say(f"wrote {path}")
     elif not argv:
         out = drift_demo()

@@ -1,7 +1,8 @@
 """The offline drift demo, end to end at toy size: a real ``prefect server`` (fixture), a real
-MLflow store, real training (1-layer MiniLM) on TextCraft with the planner-mix prior and its
-skill per subtask. The measured claims (fall, recovery) are the measure scale's, committed in
-``evidence/drift/demo.json``; ``tests/flows/test_drift_story.py`` checks the story's parts fast."""
+MLflow store, real training (1-layer MiniLM) on TextCraft with the planner-mix prior and the
+change it plays (``CHANGE``). The measured claims (fall, recovery) are the measure scale's,
+committed in ``evidence/drift/demo.json``; ``tests/flows/test_drift_story.py`` checks the
+story's parts fast."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def test_drift_demo_tells_its_story_at_toy_size(tmp_path: Path, prefect_server: 
 
     from amc.pipeline.gate_stats import drift_check
     from amc.pipeline.params import load_params
-    from flows.drift_demo import SKILLS_A, SKILLS_B
+    from flows.drift_demo import CHANGE
 
     since = datetime.now(UTC)
     env = {**os.environ, "PREFECT_API_URL": prefect_server, "PYTHONPATH": str(ROOT)}
@@ -62,7 +63,7 @@ def test_drift_demo_tells_its_story_at_toy_size(tmp_path: Path, prefect_server: 
     out = json.loads((tmp_path / "plots/drift_demo.json").read_text())
     rows = out["checks"]
     assert [r["phase"] for r in rows][:2] == ["A", "B"]
-    assert rows[0]["prior"]["skills"] == SKILLS_A and rows[1]["prior"]["skills"] == SKILLS_B
+    assert (rows[0]["prior"], rows[1]["prior"]) == (CHANGE["before"], CHANGE["after"])
     for r in rows:  # the gain over Best-of-N is the mean over tasks of the per-task gains
         per = r["gain_by_task"]
         assert r["gain"] == pytest.approx(sum(per.values()) / len(per))
@@ -86,7 +87,7 @@ def test_drift_demo_tells_its_story_at_toy_size(tmp_path: Path, prefect_server: 
     assert str(model.aliases["champion"]) == rows[-1]["version"]
     if len(rows) == 3:
         ledger = json.loads((tmp_path / "data/rounds/round-0001.json").read_text())
-        assert ledger["prior"]["options"]["skills"] == SKILLS_B  # the prior it retrained on
+        assert ledger["prior"]["options"] == CHANGE["after"]  # the prior it retrained on
         assert rows[2]["version"] == (str(int(rows[0]["version"]) + 1)
                                       if out["decisions"][1]["promoted"] else rows[0]["version"])
 

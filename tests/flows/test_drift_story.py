@@ -9,6 +9,7 @@ recovery compares the retrained head's check with the stale head's, and with the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,17 @@ import yaml
 from amc.pipeline.gate_stats import gate_test, untested_reason
 from amc.pipeline.params import load_params
 from amc.stats import paired_difference
-from flows.drift_demo import SKILLS_A, SKILLS_B, across, demo_params, row, story, story_lines
+from flows.drift_demo import (
+    CHANGE,
+    SKILLS_A,
+    SKILLS_B,
+    across,
+    chosen_params,
+    demo_params,
+    row,
+    story,
+    story_lines,
+)
 from tests.flows.conftest import ROOT
 
 
@@ -45,6 +56,25 @@ def test_demo_params_are_valid_and_start_on_prior_a(tmp_path: Path, scale: str) 
     assert SKILLS_A.keys() == SKILLS_B.keys() and SKILLS_A != SKILLS_B
     with pytest.raises(ValueError):
         demo_params("huge")
+
+
+def test_the_demo_plays_the_change_the_declared_search_chose(tmp_path: Path) -> None:
+    """CHANGE is the feedback search's chosen row (priors, regime overrides, beta), and the
+    demo's params are the searched regime's: the base params with those overrides, on A."""
+    doc = json.loads((ROOT / "evidence/drift/candidates-feedback.json").read_text())
+    chosen = doc["chosen"]
+    assert chosen is not None
+    assert (chosen["prior_a"], chosen["prior_b"]) == (CHANGE["before"], CHANGE["after"])
+    assert chosen.get("overrides", {}) == CHANGE["overrides"]
+    for scale in ("measure", "toy"):
+        base, data = demo_params(scale), chosen_params(scale)
+        assert data["smc"]["beta"] == chosen["beta"]
+        assert data["env"]["options"] == {**base["env"]["options"], "reward": "binary"}
+        assert {k: v for k, v in data.items() if k not in ("env", "prior")} == {
+            k: v for k, v in base.items() if k not in ("env", "prior")}
+        path = tmp_path / f"{scale}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        assert load_params(path).prior.options == CHANGE["before"]
 
 
 def test_fall_and_recovery_are_paired_by_task_across_checks() -> None:
