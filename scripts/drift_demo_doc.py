@@ -82,7 +82,26 @@ def candidate_lines(doc: dict[str, Any], name: str) -> list[str]:
             f"has not run (it is chosen only if that one does not)" if pending
             else "none" if chosen is None else str(chosen))
     out += ["", f"Chosen by the declared rule: {pick}.{note}"]
-    return out
+    row = next((r for r in doc["candidates"] if chosen and not pending
+                and verdict(r, doc) == "chosen"), None)
+    return out + (["", reading(row)] if row else [])
+
+
+def side(g: dict[str, Any]) -> str:
+    """Where a gain's interval lies (both tests are reported beside it in the row)."""
+    return "below 0" if g["hi"] < 0 else "above 0" if g["lo"] > 0 else "not separated from 0"
+
+
+def reading(r: dict[str, Any]) -> str:
+    """What the chosen row's fall and recovery show, read with its gains over Best-of-N."""
+    g0, g2 = r["gains"]["g0"], r["gains"]["g2"]
+    both = g0["lo"] > 0 and g2["lo"] > 0
+    return ("Read with the choice: the stale head's gain over Best-of-N on its own prior (g0) "
+            f"is {side(g0)} and the retrained head's on the new prior (g2) is {side(g2)}; "
+            + ("both heads gain where they were trained." if both else
+               "so the fall and recovery show a head that steers the wrong way after the change "
+               "and a retrained one that stops doing so, not a retrained head that beats "
+               "Best-of-N."))
 
 
 def verdict(r: dict[str, Any], doc: dict[str, Any]) -> str:
@@ -109,7 +128,17 @@ def demo_lines(demo: dict[str, Any]) -> list[str]:
     for d in demo["decisions"]:
         out.append(f"- round {d['round']} gate: {'promoted' if d['promoted'] else 'kept'}: "
                    f"{d['reason']}")
-    out.append(f"- fall of the gain (check B - check A, paired by task): {ci(demo['fall'])}")
+    first = demo["checks"][0]
+    if first["phase"] == "A" and first["drift"]:  # nothing changed before this check
+        out.append(f"- check {first['check']} ran on the prior its head was trained on, so its "
+                   "drift mark is a false alarm: a point threshold crossed with the prior "
+                   "unchanged, not a change that hurts")
+    fall = demo["fall"]
+    apart = fall is not None and (fall["hi"] < 0 or fall["lo"] > 0) and fall["p"] < 0.05
+    out.append(f"- fall of the gain (check B - check A, paired by task): {ci(fall)}"
+               + ("" if apart or fall is None else ": not separable here (each check draws "
+                  "its own seeds, so only tasks pair); the declared search's fall, paired by "
+                  "task and seed, is above"))
     out.append(f"- recovery (check after round 1 - check B, paired by task): "
                f"{ci(demo['recovery'])}")
     return out

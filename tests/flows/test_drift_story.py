@@ -118,3 +118,45 @@ def test_the_docs_drift_section_is_generated_from_the_committed_runs() -> None:
     assert doc.section() in text
     for s in (SKILLS_A, SKILLS_B):
         assert f"(`get` {s['get']:g}, `craft` {s['craft']:g})" in text
+
+
+def test_the_chosen_row_is_read_with_its_gains_over_best_of_n() -> None:
+    """A row that meets the rule with a stale head already below Best-of-N is not described
+    as a head that gains; one whose heads both gain is."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("drift_demo_doc",
+                                                  ROOT / "scripts/drift_demo_doc.py")
+    assert spec is not None and spec.loader is not None
+    doc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(doc)
+    g = {"below": {"lo": -0.2, "hi": -0.05}, "zero": {"lo": -0.02, "hi": 0.1},
+         "above": {"lo": 0.01, "hi": 0.2}}
+    harm = doc.reading({"gains": {"g0": g["below"], "g2": g["zero"]}})
+    assert "(g0) is below 0" in harm and "(g2) is not separated from 0" in harm
+    assert "not a retrained head that beats" in harm
+    gain = doc.reading({"gains": {"g0": g["above"], "g2": g["above"]}})
+    assert "both heads gain" in gain and "(g2) is above 0" in gain
+
+
+def test_the_demo_lines_call_a_flag_on_the_unchanged_prior_a_false_alarm() -> None:
+    """A drift mark at check A (nothing changed yet) is named a false alarm, a fall whose
+    interval straddles 0 is not called separable; neither is said when it is not so."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("drift_demo_doc",
+                                                  ROOT / "scripts/drift_demo_doc.py")
+    assert spec is not None and spec.loader is not None
+    doc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(doc)
+    a = row("A", "A", {}, check(0, {"t1": [0.5], "t2": [0.0]}, drift=True))
+    b = row("B", "B", {}, check(1, {"t1": [0.0], "t2": [0.5]}, drift=True))
+    straddle = {"mean": -0.1, "lo": -0.3, "hi": 0.1, "p": 0.4}
+    apart = {"mean": -0.2, "lo": -0.3, "hi": -0.1, "p": 0.01}
+    lines = "\n".join(doc.demo_lines({"checks": [a, b], "decisions": [], "fall": straddle,
+                                      "recovery": None}))
+    assert "check 0 ran on the prior its head was trained on" in lines
+    assert "not separable here" in lines
+    quiet = "\n".join(doc.demo_lines({"checks": [{**a, "drift": False}, b], "decisions": [],
+                                      "fall": apart, "recovery": None}))
+    assert "false alarm" not in quiet and "not separable" not in quiet
