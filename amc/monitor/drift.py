@@ -21,7 +21,11 @@ against ``baseline.gain``, ``baseline.success``, ``baseline.calibration_mae`` an
 the gain fell by more than ``drift.max_gain_drop``, success by more than
 ``drift.max_success_drop``, the MAE grew by more than ``drift.max_calibration_increase``, or
 the bias moved away from 0 by more than ``drift.max_bias_shift``
-(:func:`amc.pipeline.gate_stats.drift_check`); a calibration that improved never flags.
+(:func:`amc.pipeline.gate_stats.drift_check`); a calibration that improved never flags. Each
+side carries its standard errors (``baseline.<q>_se``: success and gain averaged within task,
+over tasks; calibration clustered by task), and a worsening past its threshold flags only when
+it also clears sampling noise at ``drift.level`` (a movement on an unchanged prior is not
+drift).
 
 Check k runs on the frozen evaluation set's tasks (else the evaluation's split) with the fresh
 seed block ``drift.seed_base + k * drift.seeds_per_check ...``, never an evaluation's seeds,
@@ -44,6 +48,7 @@ from amc.config import RunConfig, ValueConfig
 from amc.pipeline.artifacts import resolve_alias
 from amc.pipeline.calibration import model_calibration, prior_states
 from amc.pipeline.gate_stats import drift_check
+from amc.pipeline.guards import by_pair, success_ses
 from amc.pipeline.params import PipelineParams, model_name, stage_main
 from amc.results import read_jsonl, write_json_atomic
 from amc.stats import paired_difference
@@ -84,7 +89,7 @@ def monitor_tasks(p: PipelineParams) -> list[str]:
 def baseline_of(tags: dict[str, str]) -> dict[str, float | None]:
     """The champion's promotion-time calibration and success (None when not recorded)."""
     out: dict[str, float | None] = {}
-    for k in QUANTITIES:
+    for k in (*QUANTITIES, *(f"{q}_se" for q in QUANTITIES)):
         try:
             out[k] = float(tags[f"baseline.{k}"])
         except (KeyError, ValueError):
@@ -115,6 +120,7 @@ def measure(p: PipelineParams, uri: str, tasks: list[str], seeds: tuple[int, ...
     gain = paired_difference(champ, bon).to_dict() if champ and bon else None
     return {**model_calibration(p, uri, pairs), "success": success,
             "gain": None if gain is None else gain["mean"], "gain_interval": gain,
+            **success_ses(results, champ_spec, bon_spec),
             "gain_by_task": gain_by_task(champ, bon),
             "calibration_states": len(pairs), "champion_runs": len(champ),
             "methods": list(specs)}
@@ -129,12 +135,6 @@ def gain_by_task(champ: dict[tuple[str, int], float], bon: dict[tuple[str, int],
         if key in bon:
             per.setdefault(key[0], []).append(v - bon[key])
     return {t: sum(d) / len(d) for t, d in sorted(per.items())}
-
-
-def by_pair(results: dict[str, list[Any]], spec: str) -> dict[tuple[str, int], float]:
-    """Success of one method spec per (task, seed)."""
-    return {(str(r.task_id), int(r.seed)): float(r.metrics["success"])
-            for key, rs in results.items() if key.startswith(spec + "#") for r in rs}
 
 
 def monitor(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
@@ -160,7 +160,8 @@ def monitor(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
     d = p.drift
     verdict = drift_check(baseline, now, max_calibration_increase=d.max_calibration_increase,
                           max_bias_shift=d.max_bias_shift,
-                          max_success_drop=d.max_success_drop, max_gain_drop=d.max_gain_drop)
+                          max_success_drop=d.max_success_drop, max_gain_drop=d.max_gain_drop,
+                          level=d.level)
     rec.update(seeds=list(seeds), baseline=baseline, now=now, **verdict.as_dict())
     write_json_atomic(out / "drift.json", rec)
     write_json_atomic(p.drift.out_dir / LATEST, rec)

@@ -5,8 +5,9 @@ trajectories, the error is in reward units (:mod:`amc.pipeline.gate_stats`)."""
 from __future__ import annotations
 
 import asyncio
+import math
 
-from amc.pipeline.gate_stats import calibration_bias, calibration_mae
+from amc.pipeline.gate_stats import calibration_bias, calibration_mae, cluster_se
 from amc.pipeline.params import PipelineParams
 from amc.smc.records import TaskResult
 from amc.types import History
@@ -56,9 +57,20 @@ def model_scores(p: PipelineParams, uri: str, histories: list[History]) -> list[
 def model_calibration(p: PipelineParams, uri: str, pairs: list[tuple[History, float]]
                       ) -> dict[str, float | None]:
     """Calibration error (MAE) and bias (mean predicted - realised), reward units, of the
-    value model ``uri`` on ``pairs``."""
+    value model ``uri`` on ``pairs``, each with its standard error (``_se``: clustered by task,
+    since one task's states share its trajectories)."""
     if not pairs:
-        return {"calibration_mae": None, "calibration_bias": None}
+        return {"calibration_mae": None, "calibration_bias": None,
+                "calibration_mae_se": None, "calibration_bias_se": None}
     pred, real = model_scores(p, uri, [h for h, _ in pairs]), [y for _, y in pairs]
+    err = [a - b for a, b in zip(pred, real, strict=True)]  # (states,)
+    tasks = [h.task_id for h, _ in pairs]
     return {"calibration_mae": calibration_mae(pred, real),
-            "calibration_bias": calibration_bias(pred, real)}
+            "calibration_bias": calibration_bias(pred, real),
+            "calibration_mae_se": _finite(cluster_se([abs(e) for e in err], tasks)),
+            "calibration_bias_se": _finite(cluster_se(err, tasks))}
+
+
+def _finite(x: float) -> float | None:
+    """None for NaN (fewer than two tasks: no standard error)."""
+    return None if math.isnan(x) else x

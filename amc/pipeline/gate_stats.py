@@ -270,38 +270,74 @@ class DriftCheck:
 
 def drift_check(baseline: Mapping[str, float | None], now: Mapping[str, float | None], *,
                 max_calibration_increase: float, max_bias_shift: float,
-                max_success_drop: float, max_gain_drop: float = math.inf) -> DriftCheck:
+                max_success_drop: float, max_gain_drop: float = math.inf,
+                level: float | None = None) -> DriftCheck:
     """Drift when something got worse past its threshold since promotion: the AMC gain over
     Best-of-N fell, success fell, the calibration error rose, or the bias moved away from 0.
 
     ``baseline`` and ``now`` hold ``gain``, ``success``, ``calibration_mae`` and
     ``calibration_bias``; a quantity missing on either side is not checked (its change is
     None). Improvements never flag: a lower MAE, a bias closer to 0 (whichever side), a higher
-    gain or success.
+    gain or success. With ``level``, a worsening past its threshold flags only when it is also
+    past sampling noise: worsening > z * hypot(se then, se now), the standard errors being
+    ``<quantity>_se`` of either side (absent: 0, e.g. a version promoted before they were
+    recorded) and z the one-sided normal quantile at ``level / 4`` (the four criteria share
+    the check's false-alarm level). Without ``level``: the point thresholds alone.
     """
+    z = None if level is None else float(stats.norm.ppf(1.0 - level / 4.0))
+
+    def past(q: str, worse: float | None, threshold: float) -> str | None:
+        """None when ``worse`` does not flag, else the reason's noise suffix."""
+        if worse is None or worse <= threshold:
+            return None
+        se = math.hypot(_num(baseline.get(f"{q}_se")) or 0.0, _num(now.get(f"{q}_se")) or 0.0)
+        if z is not None and worse <= z * se:
+            return None
+        return f", {worse / se:.1f} s.e." if z is not None and se > 0 else ""
+
+    def change(q: str) -> tuple[float | None, float | None]:
+        return _num(baseline.get(q)), _num(now.get(q))
+
     reasons = []
-    gb, gn = _num(baseline.get("gain")), _num(now.get("gain"))
+    gb, gn = change("gain")
     gdrop = None if gb is None or gn is None else gb - gn
-    if gdrop is not None and gdrop > max_gain_drop:
+    if (why := past("gain", gdrop, max_gain_drop)) is not None:
         reasons.append(f"AMC gain over Best-of-N {gn:+.3f} vs {gb:+.3f} at promotion "
-                       f"(-{gdrop:.3f} > {max_gain_drop:g})")
-    sb, sn = _num(baseline.get("success")), _num(now.get("success"))
+                       f"(-{gdrop:.3f} > {max_gain_drop:g}{why})")
+    sb, sn = change("success")
     drop = None if sb is None or sn is None else sb - sn
-    if drop is not None and drop > max_success_drop:
+    if (why := past("success", drop, max_success_drop)) is not None:
         reasons.append(f"success {sn:.3f} vs {sb:.3f} at promotion "
-                       f"(-{drop:.3f} > {max_success_drop:g})")
-    cb, cn = _num(baseline.get("calibration_mae")), _num(now.get("calibration_mae"))
+                       f"(-{drop:.3f} > {max_success_drop:g}{why})")
+    cb, cn = change("calibration_mae")
     cal = None if cb is None or cn is None else cn - cb
-    if cal is not None and cal > max_calibration_increase:
+    if (why := past("calibration_mae", cal, max_calibration_increase)) is not None:
         reasons.append(f"calibration error {cn:.4f} vs {cb:.4f} at promotion "
-                       f"(+{cal:.4f} > {max_calibration_increase:g})")
-    bb, bn = _num(baseline.get("calibration_bias")), _num(now.get("calibration_bias"))
+                       f"(+{cal:.4f} > {max_calibration_increase:g}{why})")
+    bb, bn = change("calibration_bias")
     bias = None if bb is None or bn is None else bn - bb
     growth = None if bb is None or bn is None else abs(bn) - abs(bb)
-    if growth is not None and growth > max_bias_shift:
+    if (why := past("calibration_bias", growth, max_bias_shift)) is not None:
         reasons.append(f"calibration bias {bn:+.4f} vs {bb:+.4f} at promotion "
-                       f"(|bias| grew {growth:+.4f}, beyond {max_bias_shift:g})")
+                       f"(|bias| grew {growth:+.4f}, beyond {max_bias_shift:g}{why})")
     return DriftCheck(bool(reasons), tuple(reasons), cal, bias, drop, growth, gdrop)
+
+
+def cluster_se(values: Sequence[float], clusters: Sequence[object]) -> float:
+    """Standard error of the mean of ``values`` where those sharing a cluster (one task's
+    states) are correlated: the cluster-robust estimate sqrt(g / (g - 1) * sum over clusters
+    of (sum of its deviations from the mean)^2) / n, g clusters; with one value per cluster
+    it is sd / sqrt(n). NaN with fewer than two clusters."""
+    x = np.asarray(values, dtype=float)
+    if x.size != len(clusters):
+        raise ValueError(f"{x.size} values but {len(clusters)} cluster labels")
+    sums: dict[object, float] = {}
+    for c, r in zip(clusters, x - x.mean() if x.size else x, strict=True):
+        sums[c] = sums.get(c, 0.0) + float(r)
+    g = len(sums)
+    if g < 2:
+        return math.nan
+    return math.sqrt(g / (g - 1) * sum(v * v for v in sums.values())) / x.size
 
 
 def _num(x: object) -> float | None:

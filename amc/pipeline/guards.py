@@ -9,12 +9,14 @@ of the value on the same held-out states (:mod:`amc.pipeline.offline_guard`).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from amc.pipeline.calibration import model_calibration, model_scores, prior_states
 from amc.pipeline.offline_guard import doomed_mask, figures, labelled_states
 from amc.pipeline.params import PipelineParams
 from amc.smc.records import TaskResult
+from amc.stats import paired_difference
 
 
 def measure_guards(p: PipelineParams, eval_json: dict[str, Any],
@@ -45,6 +47,7 @@ def measure_guards(p: PipelineParams, eval_json: dict[str, Any],
         mine = spec.get("success")
         out[role] = {"tokens_per_task": spec.get("tokens_per_task"), "success": mine,
                      "gain": None if mine is None or bon is None else mine - bon,
+                     **success_ses(results, f"smc@{n}+{role}", f"bon@{n}"),
                      **model_calibration(p, m["uri"], pairs),
                      "calibration_states": len(pairs)}
         if g is not None:
@@ -52,3 +55,23 @@ def measure_guards(p: PipelineParams, eval_json: dict[str, Any],
             out[role]["offline"] = figures(scores, states, mask)
             out[role]["offline_note"] = note
     return out
+
+
+def by_pair(results: dict[str, list[Any]], spec: str) -> dict[tuple[str, int], float]:
+    """Success of one method spec per (task, seed) (``results`` keyed ``spec#seed``)."""
+    return {(str(r.task_id), int(r.seed)): float(r.metrics["success"])
+            for key, rs in results.items() if key.startswith(spec + "#") for r in rs}
+
+
+def success_ses(results: dict[str, list[Any]], spec: str, bon_spec: str
+                ) -> dict[str, float | None]:
+    """Standard errors of ``spec``'s success and of its gain over ``bon_spec`` (averaged
+    within task, over tasks: :func:`amc.stats.paired_difference`), what the drift monitor
+    weighs a later fall against (None: fewer than two tasks)."""
+    mine, bon = by_pair(results, spec), by_pair(results, bon_spec)
+
+    def se(a: dict[tuple[str, int], float], b: dict[tuple[str, int], float]) -> float | None:
+        x = paired_difference(a, b).se if set(a) & set(b) else math.nan
+        return None if not math.isfinite(x) else float(x)
+
+    return {"success_se": se(mine, dict.fromkeys(mine, 0.0)), "gain_se": se(mine, bon)}

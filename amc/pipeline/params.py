@@ -180,6 +180,10 @@ class DriftParams(Frozen):
     """Drift when the champion's AMC gain over Best-of-N (success of smc@N+champion minus
     bon@N on the check's fresh seeds) fell by more than this below its gain at promotion
     (tag ``baseline.gain``; success units)."""
+    level: float | None = Field(0.05, gt=0, lt=1)
+    """False-alarm level of one check on an unchanged prior: a worsening past its threshold
+    flags only when it also exceeds z standard errors of the change (z at level / 4, one-sided:
+    four criteria); None: the point thresholds alone."""
     calibration_states: int = Field(200, ge=10)
     """At most this many (state, realised future reward) pairs per check."""
     trigger: str | None = "amc-retrain-and-promote/retrain-and-promote"

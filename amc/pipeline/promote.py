@@ -25,7 +25,8 @@ stale (the challenger or champion alias moved since the evaluation resolved them
 and its evidence go to ``metrics/promotion.json``, to tags on the challenger's model version
 (``promotion.*``; a promoted version also gets ``baseline.calibration_mae``,
 ``baseline.calibration_bias``, ``baseline.success`` and ``baseline.gain`` (success of
-``smc@N+challenger`` minus ``bon@N``), which the drift monitor compares fresh rollouts with),
+``smc@N+challenger`` minus ``bon@N``), each with its standard error ``baseline.<q>_se``,
+which the drift monitor compares fresh rollouts with),
 and to an MLflow run (experiment ``amc-promote``) with the decision as an artifact.
 """
 
@@ -341,7 +342,8 @@ def evidence_tags(d: dict[str, Any]) -> dict[str, str]:
               "n_tasks", "n_pairs", "eval_set", "decided_at"):
         tags[f"promotion.{k}"] = str(d.get(k))
     mine = (d.get("guards") or {}).get("challenger") or {}
-    for k in ("tokens_per_task", "calibration_mae", "calibration_bias", "success", "gain"):
+    for k in ("tokens_per_task", "calibration_mae", "calibration_bias", "success", "gain",
+              "calibration_mae_se", "calibration_bias_se", "success_se", "gain_se"):
         tags[f"promotion.challenger_{k}"] = str(mine.get(k))
         if d["promote"]:
             tags[f"baseline.{k}"] = str(mine.get(k))

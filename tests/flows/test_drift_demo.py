@@ -77,7 +77,7 @@ def test_drift_demo_tells_its_story_at_toy_size(tmp_path: Path, prefect_server: 
         assert rec["drift"] == drift_check(
             rec["baseline"], rec["now"], max_calibration_increase=d.max_calibration_increase,
             max_bias_shift=d.max_bias_shift, max_success_drop=d.max_success_drop,
-            max_gain_drop=d.max_gain_drop).drift
+            max_gain_drop=d.max_gain_drop, level=d.level).drift
     assert (len(rows) == 3) == bool(rows[1]["drift"]) == (len(out["decisions"]) == 2)
     assert out["decisions"][0]["promoted"]  # no champion yet
     assert (tmp_path / "plots/drift_demo.png").stat().st_size > 10_000

@@ -84,8 +84,10 @@ def textcraft(workdir: Path) -> Path:
     data["evaluate"].update(max_tasks=8, n_grid=[2, 4], seeds=[0, 1, 2],
                             learned_value="registry-stepmean")
     data["promote"].update(calibration_states=400)
+    # 8 tasks: a loose level so the q 0.8 -> 0.2 change clears the noise of so few tasks
+    # (the level's size and power: tests/pipeline/test_gate_stats.py)
     data["drift"] = {"rollouts": 8, "seeds_per_check": 2, "calibration_states": 400,
-                     "max_success_drop": 0.2, "max_calibration_increase": 0.05}
+                     "max_success_drop": 0.2, "max_calibration_increase": 0.05, "level": 0.5}
     Path("params.yaml").write_text(yaml.safe_dump(data))
     return workdir
 
@@ -127,6 +129,9 @@ def test_monitor_flags_drift_when_the_prior_changes(textcraft: Path) -> None:
     assert moved["drift"] is True and moved["reasons"], moved["now"]
     # what got worse flags (its error grew); its bias moved toward 0, which alone never would
     assert moved["calibration_increase"] > 0.05 and "calibration error" in moved["reasons"][0]
+    assert "s.e.)" in moved["reasons"][0]  # weighed against both sides' standard errors
+    assert moved["baseline"]["calibration_mae_se"] == pytest.approx(
+        float(tags["baseline.calibration_mae_se"])) and moved["now"]["calibration_mae_se"] > 0
     assert not any("bias" in r for r in moved["reasons"]) and moved["bias_growth"] < 0
     assert moved["check"] == 1 and moved["seeds"] == [100002, 100003]
     assert moved["prior"]["options"] == {"q": 0.2}  # attributed to the prior's identity

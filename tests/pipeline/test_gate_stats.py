@@ -11,6 +11,7 @@ from scipy import stats
 from amc.pipeline.gate_stats import (
     calibration_bias,
     calibration_mae,
+    cluster_se,
     drift_check,
     guard_vetoes,
     paired_test,
@@ -107,3 +108,42 @@ def test_drift_check_thresholds() -> None:
     assert drift_check({"calibration_bias": -0.2}, {"calibration_bias": -0.26}, **kw).drift
     none = drift_check({}, {"calibration_mae": 9.0, "success": 0.0}, **kw)
     assert not none.drift and none.calibration_increase is None
+
+
+def test_cluster_se_is_the_iid_se_for_singletons_and_ignores_duplicated_states() -> None:
+    x = np.random.default_rng(0).normal(size=40)
+    assert cluster_se(x, list(range(40))) == pytest.approx(x.std(ddof=1) / np.sqrt(40))
+    # each task's value repeated 5 times (one task's correlated states): no more information
+    dup = np.repeat(x, 5)
+    assert cluster_se(dup, np.repeat(np.arange(40), 5)) == pytest.approx(cluster_se(x, range(40)))
+    assert cluster_se(dup, range(200)) < 0.5 * cluster_se(x, range(40))  # iid would overclaim
+    assert math.isnan(cluster_se([1.0, 2.0], ["t", "t"]))
+    with pytest.raises(ValueError, match="cluster"):
+        cluster_se([1.0], [])
+
+
+def test_drift_at_a_level_holds_it_on_an_unchanged_prior_and_flags_a_real_fall() -> None:
+    """2,000 checks where nothing changed, each quantity measured with its s.e. at both ends:
+    the point thresholds alone false-alarm often (a threshold within noise); at level 0.05 the
+    false-alarm rate stays within level + 2 s.e. A fall of the gain by threshold + 4 s.e. of
+    the change is flagged >= 80% of the time."""
+    rng = np.random.default_rng(11)
+    se = {"gain": 0.04, "success": 0.05, "calibration_mae": 0.02, "calibration_bias": 0.03}
+    truth = {"gain": 0.1, "success": 0.6, "calibration_mae": 0.3, "calibration_bias": -0.1}
+    kw = {"max_calibration_increase": 0.02, "max_bias_shift": 0.03, "max_success_drop": 0.05,
+          "max_gain_drop": 0.04}
+
+    def side(shift: float = 0.0) -> dict[str, float]:
+        out = {q: truth[q] + rng.normal(0, se[q]) for q in truth}
+        out["gain"] -= shift
+        return {**out, **{f"{q}_se": s for q, s in se.items()}}
+
+    sims = 2000
+    point = sum(drift_check(side(), side(), **kw).drift for _ in range(sims)) / sims
+    held = sum(drift_check(side(), side(), **kw, level=0.05).drift for _ in range(sims)) / sims
+    assert point > 0.2  # what the demo's first run met on its unchanged prior
+    assert held <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / sims)
+    fall = kw["max_gain_drop"] + 4 * math.hypot(se["gain"], se["gain"])
+    hits = [drift_check(side(), side(fall), **kw, level=0.05) for _ in range(500)]
+    assert sum(any("AMC gain" in r for r in h.reasons) for h in hits) / 500 >= 0.8
+    assert "s.e." in next(h for h in hits if h.drift).reasons[0]
