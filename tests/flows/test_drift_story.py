@@ -160,3 +160,17 @@ def test_the_demo_lines_call_a_flag_on_the_unchanged_prior_a_false_alarm() -> No
     quiet = "\n".join(doc.demo_lines({"checks": [{**a, "drift": False}, b], "decisions": [],
                                       "fall": apart, "recovery": None}))
     assert "false alarm" not in quiet and "not separable" not in quiet
+
+
+def test_the_kept_first_run_is_compared_gain_by_gain(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("drift_demo_doc",
+                                                  ROOT / "scripts/drift_demo_doc.py")
+    assert spec is not None and spec.loader is not None
+    doc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(doc)
+    doc.DEMO = tmp_path / "demo.json"
+    doc.DEMO.write_text(json.dumps({"checks": [{"gain": 0.1}, {"gain": -0.2}]}))
+    assert "the same as" in doc.same_gains({"checks": [{"gain": 0.1}, {"gain": -0.2}]})[0]
+    assert "not those of" in doc.same_gains({"checks": [{"gain": 0.1}, {"gain": -0.1}]})[0]
