@@ -9,8 +9,10 @@ recovery compares the retrained head's check with the stale head's, and with the
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import yaml
@@ -30,6 +32,16 @@ from flows.drift_demo import (
     story_lines,
 )
 from tests.flows.conftest import ROOT
+
+
+def doc_script() -> ModuleType:
+    """``scripts/drift_demo_doc.py`` as a module (scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location("drift_demo_doc",
+                                                  ROOT / "scripts/drift_demo_doc.py")
+    assert spec is not None and spec.loader is not None
+    doc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(doc)
+    return doc
 
 
 def check(k: int, gains: dict[str, list[float]], drift: bool = False) -> dict:
@@ -107,13 +119,7 @@ def test_a_drifted_champion_is_not_replaced_on_a_tie() -> None:
 def test_the_docs_drift_section_is_generated_from_the_committed_runs() -> None:
     """docs/pipeline.md's block is what ``scripts/drift_demo_doc.py`` makes of the committed
     JSON (so every measured number in it is), and its prose names the demo's skill maps."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("drift_demo_doc",
-                                                  ROOT / "scripts/drift_demo_doc.py")
-    assert spec is not None and spec.loader is not None
-    doc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(doc)
+    doc = doc_script()
     text = doc.DOC.read_text()
     assert doc.section() in text
     for s in (SKILLS_A, SKILLS_B):
@@ -123,13 +129,7 @@ def test_the_docs_drift_section_is_generated_from_the_committed_runs() -> None:
 def test_the_chosen_row_is_read_with_its_gains_over_best_of_n() -> None:
     """A row that meets the rule with a stale head already below Best-of-N is not described
     as a head that gains; one whose heads both gain is."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("drift_demo_doc",
-                                                  ROOT / "scripts/drift_demo_doc.py")
-    assert spec is not None and spec.loader is not None
-    doc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(doc)
+    doc = doc_script()
     g = {"below": {"lo": -0.2, "hi": -0.05}, "zero": {"lo": -0.02, "hi": 0.1},
          "above": {"lo": 0.01, "hi": 0.2}}
     harm = doc.reading({"gains": {"g0": g["below"], "g2": g["zero"]}})
@@ -142,13 +142,7 @@ def test_the_chosen_row_is_read_with_its_gains_over_best_of_n() -> None:
 def test_the_demo_lines_call_a_flag_on_the_unchanged_prior_a_false_alarm() -> None:
     """A drift mark at check A (nothing changed yet) is named a false alarm, a fall whose
     interval straddles 0 is not called separable; neither is said when it is not so."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("drift_demo_doc",
-                                                  ROOT / "scripts/drift_demo_doc.py")
-    assert spec is not None and spec.loader is not None
-    doc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(doc)
+    doc = doc_script()
     a = row("A", "A", {}, check(0, {"t1": [0.5], "t2": [0.0]}, drift=True))
     b = row("B", "B", {}, check(1, {"t1": [0.0], "t2": [0.5]}, drift=True))
     straddle = {"mean": -0.1, "lo": -0.3, "hi": 0.1, "p": 0.4}
@@ -163,13 +157,7 @@ def test_the_demo_lines_call_a_flag_on_the_unchanged_prior_a_false_alarm() -> No
 
 
 def test_the_kept_first_run_is_compared_gain_by_gain(tmp_path: Path) -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("drift_demo_doc",
-                                                  ROOT / "scripts/drift_demo_doc.py")
-    assert spec is not None and spec.loader is not None
-    doc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(doc)
+    doc = doc_script()
     doc.DEMO = tmp_path / "demo.json"
     doc.DEMO.write_text(json.dumps({"checks": [{"gain": 0.1}, {"gain": -0.2}]}))
     assert "the same as" in doc.same_gains({"checks": [{"gain": 0.1}, {"gain": -0.2}]})[0]
