@@ -204,3 +204,34 @@ def test_a_restore_is_read_from_the_ledger_and_says_which_runs_used_which_weight
     line = next(x for x in text.splitlines() if "restore (" in x)
     assert line.startswith("- Round 0's value") and "difference 0.0042 (tolerance 0.01)" in line
     assert "the 66 declared-set results kept before it" in line  # not the gate's 30
+
+
+def test_the_last_rounds_full_grid_is_its_kept_runs() -> None:
+    """The committed last round evaluated every N of the grid on the declared 60 tasks x 3
+    seeds, and each paired AMC - Best-of-N (oracle best-of-pool) is what its kept
+    trajectories give (paired by task and seed, averaged within task, t over tasks)."""
+    import gzip
+
+    from amc.stats import paired_difference
+
+    root = Path(__file__).resolve().parents[2] / "evidence/llm-regime/rounds"
+    last = sorted(root.glob("round-*/evaluation.json"))[-1]
+    ev = json.loads(last.read_text())
+
+    def runs(spec: str) -> dict[tuple[str, int], float]:
+        out = {}
+        for seed in ev["seeds"]:
+            with gzip.open(last.parent / "eval" / f"{spec}__seed{seed}.jsonl.gz", "rt") as fh:
+                for line in fh:
+                    r = json.loads(line)
+                    out.setdefault((str(r["task_id"]), seed), float(r["metrics"]["oracle_best"]))
+        return out
+
+    for n in (4, 8, 15):
+        amc, bon = runs(f"smc@{n}+challenger"), runs(f"bon@{n}")
+        assert len(amc) == len(bon) == 60 * 3 and set(amc) == set(bon)
+        got = paired_difference(amc, bon)
+        row = ev["paired"][f"smc@{n}+challenger"]
+        assert row["baseline"] == f"bon@{n}" and got.tasks == 60
+        assert row["oracle_best"] == pytest.approx(got.mean)
+        assert row["oracle_best_p"] == pytest.approx(got.p)
