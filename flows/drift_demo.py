@@ -110,14 +110,14 @@ def demo_params(scale: str = "measure") -> dict[str, Any]:
 
 def chosen_params(scale: str = "measure") -> dict[str, Any]:
     """:func:`demo_params` with the chosen change's overrides, starting on its prior A."""
-    data = _merged(demo_params(scale), CHANGE["overrides"])
+    data = merged(demo_params(scale), CHANGE["overrides"])
     data["prior"]["options"] = dict(CHANGE["before"])
     return data
 
 
-def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """``base`` with ``over``'s leaves set (nested dicts merged, not replaced)."""
-    return {**base, **{k: _merged(base[k], v) if isinstance(v, dict)
+    return {**base, **{k: merged(base[k], v) if isinstance(v, dict)
                        and isinstance(base.get(k), dict) else v for k, v in over.items()}}
 
 

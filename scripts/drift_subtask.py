@@ -56,7 +56,7 @@ from typing import Any
 import yaml
 
 from amc.stats import paired_difference
-from flows.drift_demo import SKILLS_A, SKILLS_B, demo_params
+from flows.drift_demo import SKILLS_A, SKILLS_B, demo_params, merged
 from scripts.drift_candidates import successes, train_round
 
 Options = dict[str, Any]
@@ -94,7 +94,7 @@ def candidate(beta: float, qa: Options, qb: Options, root: Path,
     params_path = root / "params.yaml"
     data = demo_params(scale="measure")
     data["smc"]["beta"] = beta
-    merge(data, over or {})
+    data = merged(data, over or {})
     params_path.write_text(yaml.safe_dump(data, sort_keys=False))
     stale = head(root, "stale", lambda: train_round(params_path, qa))
     fresh = head(root, "fresh", lambda: train_round(params_path, qb))
@@ -126,15 +126,6 @@ def head(root: Path, name: str, train: Callable[[], str]) -> str:
         tmp.write_text(json.dumps(heads))
         tmp.replace(path)  # atomic: a kill leaves the old record or the new one
     return str(heads[name])
-
-
-def merge(into: dict[str, Any], over: dict[str, Any]) -> None:
-    """Merge ``over`` into ``into`` recursively (dicts merge, other values replace)."""
-    for k, v in over.items():
-        if isinstance(v, dict) and isinstance(into.get(k), dict):
-            merge(into[k], v)
-        else:
-            into[k] = v
 
 
 def one(beta: float, qa: Options, qb: Options, over: Options | None = None) -> dict[str, Any]:
