@@ -8,12 +8,18 @@ Component options (``env.options`` etc.) are validated by the model the componen
 A config file is YAML with the sections below (``params.yaml`` is one); command-line
 ``-S section.key=value`` overrides are applied on top (values parsed as YAML scalars), then
 typed values (:func:`apply_values`: a command's own flags, never re-parsed as YAML).
+
+YAML is read strictly (:func:`read_yaml`): a key given twice in one mapping is an error (YAML
+would keep the last silently), and a document whose aliases expand past
+:data:`YAML_MAX_VALUES` values (``$AMC_YAML_MAX_VALUES``) is refused before it is expanded,
+so a few hundred bytes of nested aliases cannot fill the memory.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -150,6 +156,16 @@ class MethodConfig(Frozen):
         return self
 
 
+class LimitsConfig(Frozen):
+    """Sizes past which a run is refused before any work (``-n 1e11`` would grow the memory
+    until the machine gives up); raise them with ``-S limits.KEY=VALUE``."""
+
+    max_particles: int = Field(10_000, ge=1)
+    """Largest N of any method (``-n``, ``smc@N``)."""
+    max_particle_steps: int = Field(100_000_000, ge=1)
+    """Largest total of tasks x N x max_steps, summed over methods and seeds."""
+
+
 class RunConfig(Frozen):
     """One `amc run`: an environment, a prior, methods, tasks and seeds."""
 
@@ -180,6 +196,8 @@ class RunConfig(Frozen):
     """Tasks in flight at once."""
     max_concurrent_particles: int = Field(64, ge=1)
     """Particle steps (proposal + env step) in flight at once, across all tasks."""
+    limits: LimitsConfig = LimitsConfig()
+    """Size limits checked before the run starts (N, tasks x N x steps)."""
     out_dir: Path = None  # type: ignore[assignment]  # None on input: filled in below
     """Where per-(method, seed) JSON-lines results are written; None = a folder per
     configuration, runs/<env>-<hash of env, prior, smc, value, values>, so a changed flag never
@@ -190,6 +208,8 @@ class RunConfig(Frozen):
     def _ids_as_text(cls, ids: Any) -> Any:
         """Task ids are names: ``task_ids: [3, 7]`` (YAML numbers) means ids "3" and "7"."""
         if isinstance(ids, list | tuple):
+            if not ids:  # never "every task of the split": leave task_ids out for that
+                raise ValueError("no task ids given (leave task_ids out to run the split)")
             return tuple(str(t) if isinstance(t, int) and not isinstance(t, bool) else t
                          for t in ids)
         return ids
@@ -243,7 +263,7 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     parts = [p for p in key.strip().split(".") if p]
     if not parts:
         raise ValueError(f"override {item!r} has an empty key")
-    return parts, yaml.safe_load(raw) if raw.strip() else ""
+    return parts, read_yaml(raw, key.strip()) if raw.strip() else ""
 
 
 def _set(node: dict[str, Any], parts: list[str], value: Any) -> None:
@@ -297,10 +317,70 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"config file not found: {p}")
-    data = yaml.safe_load(p.read_text()) or {}
+    data = read_yaml(p.read_text(), str(p)) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{p}: expected a mapping at the top level")
     return data
+
+
+YAML_MAX_VALUES = 100_000  # values a YAML document may expand to; $AMC_YAML_MAX_VALUES wins
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # ``<<: *base``: later keys may override the merged ones
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, list | dict):
+                continue  # unhashable: the base class reports it
+            if key in seen:
+                raise ValueError(f"line {key_node.start_mark.line + 1}: key {key!r} is given "
+                                 "twice in one mapping (YAML would silently keep the last)")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _expanded_size(node: yaml.Node, limit: int) -> int:
+    """Values ``node`` expands to (an alias counts its whole target each time), capped just
+    past ``limit``; shared nodes are measured once, so a bomb costs what its text costs."""
+    sizes: dict[int, int] = {}  # a node inside itself (a recursive alias) is over the limit
+
+    def size(n: yaml.Node) -> int:
+        if id(n) in sizes:
+            return sizes[id(n)]
+        sizes[id(n)] = limit + 1
+        total = 1
+        if isinstance(n, yaml.SequenceNode):
+            total += sum(size(c) for c in n.value)
+        elif isinstance(n, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in n.value)
+        sizes[id(n)] = min(total, limit + 1)
+        return sizes[id(n)]
+
+    return size(node)
+
+
+def read_yaml(text: str, where: str) -> Any:
+    """Parse YAML text strictly (see the module docstring); errors name ``where``."""
+    raw = os.environ.get("AMC_YAML_MAX_VALUES", "").strip()
+    if raw and not raw.isdigit():
+        raise ValueError(f"AMC_YAML_MAX_VALUES: {raw!r} is not a whole number")
+    limit, loader = int(raw) if raw else YAML_MAX_VALUES, _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        size = 0 if node is None else _expanded_size(node, limit)
+        if size <= limit:
+            return None if node is None else loader.construct_document(node)
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+    finally:
+        loader.dispose()
+    raise ValueError(f"{where}: its YAML aliases expand to more than {limit} values (the limit "
+                     "AMC_YAML_MAX_VALUES; raise it with AMC_YAML_MAX_VALUES=N if this is meant)")
 
 
 def validate(model: type[Frozen], data: Mapping[str, Any], where: str = "config") -> Any:

@@ -9,6 +9,9 @@ A task that failed (its agent's endpoint failed for good, or it raised) is not a
 to ``<method>__seed<k>.failures.jsonl`` with its error, so the next run retries it. One run at
 a time writes a (method, seed): :func:`lock_outputs` holds an exclusive ``flock`` on a lock file
 next to each results file (the kernel releases it when the process ends, even on ``kill -9``).
+
+Every JSON writer here masks secrets first (:func:`amc.errors.mask_secrets`): an endpoint that
+echoes the API key in an answer must not get it written into results or DVC-tracked files.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from amc.errors import mask_secrets
+
 _lock = threading.Lock()
 
 
@@ -40,27 +45,35 @@ def failures_path(out_dir: str | Path, method: str, seed: int) -> Path:
     return res.with_name(res.name.removesuffix(".jsonl") + ".failures.jsonl")
 
 
+DAMAGED = ("the file is damaged: delete that line (or move the file away; its tasks then "
+           "rerun) and run again")
+
+
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, record)`` of a JSON-lines file of objects; a torn last line is skipped.
 
-    A corrupt line elsewhere, or a line that is not a JSON object, is a ``ValueError`` naming
-    ``file:line``.
+    A corrupt line elsewhere (not UTF-8, not JSON, not an object) is a ``ValueError`` naming
+    ``file:line`` and what to do.
     """
     p = Path(path)
     if not p.exists():
         return
-    lines = p.read_text().splitlines()
-    for k, line in enumerate(lines):
-        if not line.strip():
+    lines = p.read_bytes().split(b"\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    for k, raw in enumerate(lines):
+        if not raw.strip():
             continue
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
+            rec = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
             if k == len(lines) - 1:
                 return  # torn write from a crash; the task reruns
-            raise ValueError(f"{p}:{k + 1}: corrupt results line") from None
+            what = "not UTF-8 text" if isinstance(err, UnicodeDecodeError) else "not JSON"
+            raise ValueError(f"{p}:{k + 1}: corrupt results line ({what}); {DAMAGED}") from None
         if not isinstance(rec, dict):
-            raise ValueError(f"{p}:{k + 1}: results line is a {type(rec).__name__}, not an object")
+            raise ValueError(f"{p}:{k + 1}: results line is a {type(rec).__name__}, not an "
+                             f"object; {DAMAGED}")
         yield k + 1, rec
 
 
@@ -86,7 +99,7 @@ def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
     """Append one record as a line and fsync it (thread-safe within the process)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(record, separators=(",", ":")) + "\n"
+    line = mask_secrets(json.dumps(record, separators=(",", ":"))) + "\n"
     with _lock, open(p, "a") as f:
         f.write(line)
         f.flush()
@@ -108,6 +121,35 @@ def check_writable(out_dir: str | Path) -> Path:
     except OSError as err:
         raise ValueError(f"cannot write results to {p}: {err.strerror or err}") from None
     return p
+
+
+def folder_problem(folder: str | Path) -> str | None:
+    """Why no file could be written in ``folder`` (created if missing), or ``None``.
+
+    Proved by creating the folders and a probe file, then removing what was created: nothing
+    is left behind either way (a name too long, ``/proc``, a read-only disk, a plain file)."""
+    made: list[Path] = []
+    p = Path(folder).absolute()
+    try:
+        missing = []
+        while not p.is_dir():
+            if p.exists() or p == p.parent:
+                return f"{p} is not a folder"
+            missing.append(p)
+            p = p.parent
+        for d in reversed(missing):
+            os.mkdir(d)
+            made.append(d)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-test.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        return err.strerror or str(err)
+    finally:
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+    return None
 
 
 @contextlib.contextmanager
@@ -192,13 +234,14 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:
     """Write JSON atomically (see :func:`write_bytes_atomic`)."""
-    write_bytes_atomic(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
+    text = mask_secrets(json.dumps(obj, indent=2, sort_keys=True))
+    write_bytes_atomic(path, (text + "\n").encode())
 
 
 def write_jsonl_atomic(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
     """Replace ``path`` with one JSON line per record, atomically."""
     body = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
-    write_bytes_atomic(path, body.encode())
+    write_bytes_atomic(path, mask_secrets(body).encode())
 
 
 SESSIONS = "sessions.jsonl"

@@ -15,6 +15,8 @@ Failures are not results. A task whose run raised, or one of whose particles fai
 run retries it and a summary never averages a damaged score. The other tasks still finish;
 :class:`RunOutcome` says which failed. A budget stop (``Budget``) is a deliberate end of
 proposing, part of the method's configuration: its task is a result.
+Nothing is written before the components are built (a refusal: :class:`ComponentError`) and
+the run's size is within ``cfg.limits`` (:func:`check_limits`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from amc.config import MethodConfig, RunConfig, config_hash
+from amc.errors import (
+    ComponentError,
+    LimitExceeded,
+    ServiceUnavailable,
+    mask_logs,
+    register_secret_env,
+)
 from amc.priors.ledger import BUDGET_STOP
 from amc.progress import progress_bar
 from amc.protocols import EnvSuite, Prior, ValueFunction
@@ -122,26 +131,54 @@ def build_components(cfg: RunConfig, methods: Sequence[MethodConfig]) -> Compone
         return _build(cfg, methods)
 
 
+def _built(component: str, build: Any, *args: Any, **kwargs: Any) -> Any:
+    """``build(*args, **kwargs)``; a refusal becomes a :class:`ComponentError` naming it."""
+    try:
+        return build(*args, **kwargs)
+    except ServiceUnavailable:
+        raise
+    except (ValueError, KeyError, OSError) as err:
+        raise ComponentError(component, err) from err
+
+
 def _build(cfg: RunConfig, methods: Sequence[MethodConfig]) -> Components:
-    env_opts = ENVIRONMENTS.validate(cfg.env.name, cfg.env.options)
-    suite = ENVIRONMENTS.build(cfg.env.name, cfg.env.options)
+    for comp in (cfg.prior, cfg.value, *cfg.values.values(), *(m.value for m in methods)):
+        register_secret_env(comp.options.get("api_key_env"))
+    env_opts = _built("env", ENVIRONMENTS.validate, cfg.env.name, cfg.env.options)
+    suite = _built("env", ENVIRONMENTS.build, cfg.env.name, cfg.env.options)
     ctx: dict[str, Any] = {"env_name": cfg.env.name, "env_options": env_opts}
     try:
-        prior = PRIORS.build(cfg.prior.name, cfg.prior.options or None, **ctx)
+        prior = _built("prior", PRIORS.build, cfg.prior.name, cfg.prior.options or None, **ctx)
         values: dict[str, ValueFunction] = {}
         for m in methods:
             key = m.value.model_dump_json()
             if key not in values:
-                values[key] = VALUES.build(m.value.name, m.value.options or None, beta=m.smc.beta,
-                                           prior=prior, **ctx)
+                values[key] = _built("value", VALUES.build, m.value.name, m.value.options or None,
+                                     beta=m.smc.beta, prior=prior, **ctx)
         sel_cfg = selection_config(cfg)
         selection = None if sel_cfg is None else values.get(sel_cfg.model_dump_json()) or \
-            VALUES.build(sel_cfg.name, sel_cfg.options or None, beta=cfg.smc.beta, prior=prior,
-                         **ctx)
+            _built("selection_value", VALUES.build, sel_cfg.name, sel_cfg.options or None,
+                   beta=cfg.smc.beta, prior=prior, **ctx)
     except BaseException:
         suite.close()
         raise
     return Components(suite, prior, values, selection)
+
+
+def check_limits(cfg: RunConfig, methods: Sequence[MethodConfig], n_tasks: int) -> None:
+    """Refuse a run past ``cfg.limits`` (each method's N; tasks x N x steps in all)."""
+    lim, how = cfg.limits, "if this is meant, raise it with -S limits.{}=..."
+    for m in methods:
+        if m.smc.n_particles > lim.max_particles:
+            raise LimitExceeded(f"{m.name}: N = {m.smc.n_particles} particles is over the "
+                                f"limit limits.max_particles = {lim.max_particles}; "
+                                + how.format("max_particles"), m.name)
+    total = n_tasks * len(cfg.seeds) * sum(m.smc.n_particles * m.smc.max_steps for m in methods)
+    if total > lim.max_particle_steps:
+        raise LimitExceeded(f"{n_tasks} task(s) x {len(cfg.seeds)} seed(s) x N x max_steps "
+                            f"summed over the methods is {total} particle steps, over the limit "
+                            f"limits.max_particle_steps = {lim.max_particle_steps}; "
+                            + how.format("max_particle_steps"))
 
 
 class TasksFailed(RuntimeError):
@@ -292,16 +329,18 @@ async def run_methods(cfg: RunConfig, *, progress: bool = True,
     :class:`TasksFailed` after all units finished when some task failed, unless
     ``raise_on_failure`` is False (then the outcome says so).
     """
+    mask_logs()
     methods = resolve_methods(cfg)
-    out_dir = check_writable(cfg.out_dir or ".")
-    units = [(m, seed) for m in methods for seed in cfg.seeds]
-    outcome = RunOutcome()
-    with lock_outputs([results_path(out_dir, m.name, s) for m, s in units]):
-        comps = build_components(cfg, methods)
-        try:
-            tasks = task_list(cfg, comps.suite)
-            if not tasks:
-                raise ValueError(f"no tasks in split {cfg.split!r} of {cfg.env.name}")
+    comps = build_components(cfg, methods)  # a refusal here leaves nothing written
+    try:
+        tasks = task_list(cfg, comps.suite)
+        if not tasks:
+            raise ValueError(f"no tasks in split {cfg.split!r} of {cfg.env.name}")
+        check_limits(cfg, methods, len(tasks))
+        out_dir = check_writable(cfg.out_dir or ".")
+        units = [(m, seed) for m in methods for seed in cfg.seeds]
+        outcome = RunOutcome()
+        with lock_outputs([results_path(out_dir, m.name, s) for m, s in units]):
             sem = asyncio.Semaphore(cfg.max_concurrent_particles)
             for i, (m, seed) in enumerate(units, 1):
                 res, failed = await run_one_method(
@@ -312,8 +351,8 @@ async def run_methods(cfg: RunConfig, *, progress: bool = True,
                 outcome.results[f"{m.name}#{seed}"] = res
                 if failed:
                     outcome.failed[f"{m.name}#{seed}"] = failed
-        finally:
-            await comps.aclose()
+    finally:
+        await comps.aclose()
     if outcome.failed and raise_on_failure:
         raise TasksFailed(outcome)
     return outcome

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from amc.errors import mask_secrets
+
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
 NOTE = "mlflow.note.content"
 """The tag MLflow's UI shows as an experiment's description."""
@@ -119,7 +121,7 @@ def run_tags(extra: dict[str, Any] | None = None, cwd: str | Path | None = None)
     lock = Path(cwd or ".") / "dvc.lock"
     if lock.is_file():
         tags["dvc_lock_sha256"] = hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
-    tags.update({k: str(v) for k, v in (extra or {}).items()})
+    tags.update({k: mask_secrets(str(v)) for k, v in (extra or {}).items()})
     return tags
 
 
@@ -130,7 +132,8 @@ PARAM_VALUE_LIMIT = 6000
 def flatten_params(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     """Nested config -> flat ``a.b.c`` params for ``mlflow.log_params``.
 
-    Values are stringified and truncated to MLflow's limit; an empty mapping is kept as ``{}``
+    Values are stringified, secrets masked (:func:`amc.errors.mask_secrets`) and truncated
+    to MLflow's limit; an empty mapping is kept as ``{}``
     (so ``env.options: {}`` is still visible). The one flattener of the project: training and
     every pipeline stage log their params through it.
     """
@@ -140,5 +143,5 @@ def flatten_params(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
         if isinstance(v, Mapping) and v:
             out.update(flatten_params(v, key + "."))
         else:
-            out[key] = str(v)[:PARAM_VALUE_LIMIT]
+            out[key] = mask_secrets(str(v))[:PARAM_VALUE_LIMIT]
     return out

@@ -11,6 +11,7 @@ from amc.results import (
     append_jsonl,
     check_writable,
     failures_path,
+    folder_problem,
     iter_jsonl,
     lock_outputs,
     read_jsonl,
@@ -19,6 +20,7 @@ from amc.results import (
     results_path,
     sessions_wall,
     write_json_atomic,
+    write_jsonl_atomic,
 )
 
 
@@ -105,3 +107,37 @@ def test_atomic_writes_get_the_users_umask_not_mkstemps_0600(tmp_path, mask):
         os.umask(old)
     got = stat.S_IMODE((tmp_path / "evaluation.json").stat().st_mode)
     assert got == stat.S_IMODE(plain.stat().st_mode) == 0o666 & ~mask
+
+
+def test_a_line_that_is_not_utf8_names_file_line_and_what_to_do(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b"\x89PNG\xff\n" + b'{"task_id": "0"}\n')
+    with pytest.raises(ValueError, match=r"r\.jsonl:1: corrupt results line \(not UTF-8 text\); "
+                                         r"the file is damaged: delete that line"):
+        list(iter_jsonl(p))
+    p.write_bytes(b'{"task_id": "0"}\n\xff\xfe')  # a torn last line may hold anything
+    assert [r["task_id"] for r in read_jsonl(p)] == ["0"]
+
+
+def test_every_json_writer_masks_known_keys_and_echoed_headers(tmp_path, monkeypatch):
+    key = "canary-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    echo = {"text": f"Authorization: Bearer {key}", "raw": key, "other": "api-key: zz-9876543210"}
+    append_jsonl(tmp_path / "a.jsonl", echo)
+    write_json_atomic(tmp_path / "b.json", echo)
+    write_jsonl_atomic(tmp_path / "c.jsonl", [echo])
+    for name in ("a.jsonl", "b.json", "c.jsonl"):
+        text = (tmp_path / name).read_text()
+        assert key not in text and "zz-9876543210" not in text, name
+        rec = json.loads(text.splitlines()[0] if name != "b.json" else text)
+        assert rec == {"text": "Authorization: Bearer ***", "raw": "***", "other": "api-key: ***"}
+
+
+def test_folder_problem_tries_and_leaves_nothing(tmp_path):
+    (tmp_path / "f").write_text("x")
+    assert folder_problem(tmp_path / "new" / "deeper") is None
+    assert list(tmp_path.iterdir()) == [tmp_path / "f"]  # created, proved, removed
+    assert "not a folder" in str(folder_problem(tmp_path / "f" / "sub"))
+    assert folder_problem(tmp_path / ("x" * 300)) == "File name too long"
+    assert folder_problem("/proc/amc-nope") is not None
+    assert list(tmp_path.iterdir()) == [tmp_path / "f"]

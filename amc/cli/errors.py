@@ -19,7 +19,7 @@ try:  # typer >= 0.2x carries its own copy of click; earlier ones use click itse
 except ImportError:  # pragma: no cover - older typer
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
-from amc.errors import USER_ERRORS, user_message
+from amc.errors import USER_ERRORS, mask_secrets, user_message
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,7 +32,7 @@ def friendly_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except USER_ERRORS as err:
-            typer.echo(f"error: {user_message(err)}", err=True)
+            typer.echo(f"error: {mask_secrets(user_message(err))}", err=True)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]

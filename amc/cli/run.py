@@ -5,7 +5,8 @@ Configuration comes from (later wins): defaults, ``--config FILE`` (YAML, the se
 
 Exit status: 0 when every task finished, 1 when some failed (the others finished; the failed
 ones are listed in ``*.failures.jsonl`` and rerun by the next ``amc run``), 2 for bad input
-(including an output folder another run is writing).
+(including an output folder another run is writing, or a component that refuses to be built:
+a missing API key, a value the prior cannot serve; nothing is written then either).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from amc.cli.run_checks import (
     value_settings,
 )
 from amc.config import ConfigError, RunConfig, load_run_config, load_yaml, parse_override
+from amc.errors import ComponentError
 from amc.reports.table import format_table
 from amc.runner import (
     TasksFailed,
@@ -63,6 +65,7 @@ def load_config(config: Path | None, section: str | None, set_: list[str],
     """The run's config; a bad file, section, ``-S`` item or flag value names its flag."""
     if section is not None and config is None:
         raise FlagError("--section", "needs --config (the file whose section to use)")
+    section = text("--section", section)
     if config is not None:
         try:
             load_yaml(config)
@@ -77,11 +80,18 @@ def load_config(config: Path | None, section: str | None, set_: list[str],
     for flag, v in given.items():
         values.update(value_settings(v) if flag == "--value" else {FLAG_KEYS[flag]: v})
     try:
-        return load_run_config(config, set_, text("--section", section), values)
+        return load_run_config(config, set_, section, values)
     except ConfigError as err:
         raise name_config_error(err, given) from None
     except ValueError as err:  # file and overrides read above: the section is missing
         raise FlagError("--section", err) from None
+
+
+def component_flag(component: str, given: dict[str, Any]) -> str:
+    """The flag (or key) that chose a component that refused to be built."""
+    if component == "prior" and "--model" in given and "--prior" not in given:
+        return "--model"
+    return {"env": "--env", "prior": "--prior", "value": "--value"}.get(component, component)
 
 
 @friendly_errors
@@ -129,6 +139,8 @@ def run_cmd(
         failure = None
     except TasksFailed as err:  # the other tasks finished: summarise them, then exit 1
         outcome, failure = err.outcome, str(err)
+    except ComponentError as err:  # refused while building: nothing was written
+        raise FlagError(component_flag(err.component, given), err) from None
     rows = write_summary(cfg, outcome, time.perf_counter() - started)
     typer.echo(format_table(rows))
     typer.echo(f"\nresults: {Path(cfg.out_dir or '.')}")

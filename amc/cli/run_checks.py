@@ -7,24 +7,27 @@ would otherwise fail later or silently run something else: a method or seed give
 writers of one results file), a method spec or component name that does not resolve,
 component options their model rejects, a split or explicit task id the environment does not
 have, an unreachable environment server, fixed resampling steps past the environment's
-horizon (SMC would silently equal Best-of-N) and an output path that cannot be a folder.
-Nothing is written before these checks pass.
+horizon (SMC would silently equal Best-of-N), a run past its size limits (``limits.*``: N,
+tasks x N x steps), an output path that cannot be a folder (proved by creating it and removing
+it again), a results file to resume that cannot be read, and a response cache that cannot be
+a database. Nothing is written before these checks pass.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from amc.config import ConfigError, RunConfig, ValueConfig
-from amc.errors import ServiceUnavailable, user_message
+from amc.errors import LimitExceeded, ServiceUnavailable, user_message
+from amc.priors.cache import cache_problem, default_cache_dir
 from amc.protocols import BoundedEpisodes
 from amc.registry import ENVIRONMENTS, PRIORS, VALUES
+from amc.results import failures_path, folder_problem, iter_jsonl, results_path
 from amc.run_hash import selection_config
-from amc.runner import resolve_methods
+from amc.runner import check_limits, resolve_methods, task_list
 from amc.tracking import tracking_uri
 
 FLAG_KEYS: dict[str, str] = {
@@ -110,16 +113,43 @@ def name_config_error(err: ConfigError, given: Mapping[str, Any]) -> ValueError:
 
 
 def check_out(out: Path) -> None:
-    """The output folder can be created: its nearest existing ancestor is a folder."""
+    """The output folder can be created and written (tried, then undone); the results files
+    it already holds, which the run resumes, can be read."""
     if not str(out).strip():
         raise FlagError("--out", "empty path")
-    p = out.absolute()
-    while not p.exists() and p != p.parent:
-        p = p.parent
-    if not p.is_dir():
-        raise FlagError("--out", f"cannot write results to {out}: {p} is not a folder")
-    if not os.access(p, os.W_OK | os.X_OK):
-        raise FlagError("--out", f"cannot write results to {out}: {p} is not writable")
+    why = folder_problem(out)
+    if why is not None:
+        raise FlagError("--out", f"cannot write results to {out}: {why}")
+
+
+def check_resumable(cfg: RunConfig) -> None:
+    """Every (method, seed) results and failures file already in ``--out`` reads cleanly (a
+    damaged one is named with what to do, before any other unit runs)."""
+    for m in resolve_methods(cfg):
+        for seed in cfg.seeds:
+            for path in (results_path(cfg.out_dir, m.name, seed),
+                         failures_path(cfg.out_dir, m.name, seed)):
+                try:
+                    for _ in iter_jsonl(path):
+                        pass
+                except (ValueError, OSError) as err:
+                    raise FlagError("--out", err) from None
+
+
+def check_cache(cfg: RunConfig) -> None:
+    """A prior with a response cache can open it: the path is, or can become, an SQLite
+    file (not a folder, another file, ``/proc/...``, a read-only disk)."""
+    try:
+        opts = PRIORS.validate(cfg.prior.name, cfg.prior.options)
+    except (ValueError, KeyError):
+        return  # reported by check_components
+    if not getattr(opts, "cache", False) or not hasattr(opts, "cache_path"):
+        return
+    given_path = getattr(opts, "cache_path", None)
+    why = cache_problem(given_path or default_cache_dir() / "responses.sqlite")
+    if why is not None:
+        where = "prior.options.cache_path" if given_path else "AMC_CACHE"
+        raise FlagError(where, f"cannot use it as the response cache: {why}")
 
 
 def check_methods(cfg: RunConfig) -> None:
@@ -182,9 +212,9 @@ def check_model_store(v: ValueConfig) -> None:
                                    "(set MLFLOW_TRACKING_URI to the store that registered it)")
 
 
-def check_tasks(cfg: RunConfig) -> None:
-    """Build the suite once: the split or explicit task ids exist, the server answers, and
-    fixed resampling steps lie before the suite's horizon."""
+def check_tasks(cfg: RunConfig, given: Mapping[str, Any]) -> None:
+    """Build the suite once: the split or explicit task ids exist, the server answers,
+    fixed resampling steps lie before the suite's horizon, and the run is within its limits."""
     try:
         suite = ENVIRONMENTS.build(cfg.env.name, cfg.env.options)
     except (ValueError, KeyError, OSError, ServiceUnavailable) as err:
@@ -193,8 +223,22 @@ def check_tasks(cfg: RunConfig) -> None:
         _check_ids(cfg, suite)
         if isinstance(suite, BoundedEpisodes):
             _check_horizon(cfg, suite.horizon)
+        n_tasks = len(task_list(cfg, suite))
     finally:
         suite.close()
+    try:
+        check_limits(cfg, resolve_methods(cfg), n_tasks)
+    except LimitExceeded as err:
+        raise FlagError(_limit_flag(err, given), err) from None
+
+
+def _limit_flag(err: LimitExceeded, given: Mapping[str, Any]) -> str:
+    """The flag or key that set the N (or the total) past a limit."""
+    if err.method is None:
+        return "limits.max_particle_steps"
+    if "@" in err.method:
+        return "--methods" if "--methods" in given else "methods"
+    return "--particles" if "--particles" in given else "smc.n_particles"
 
 
 def _check_ids(cfg: RunConfig, suite: Any) -> None:
@@ -211,6 +255,8 @@ def _check_ids(cfg: RunConfig, suite: Any) -> None:
                 continue  # the suite has no such split
     except ServiceUnavailable as err:
         raise FlagError("--env", err) from None
+    except FlagError:
+        raise
     except (ValueError, KeyError, FileNotFoundError) as err:
         raise FlagError("--split", err) from None
     unknown = [t for t in cfg.task_ids if str(t) not in known]
@@ -234,4 +280,6 @@ def check_run(cfg: RunConfig, given: Mapping[str, Any]) -> None:
     check_out(Path(cfg.out_dir or "."))
     check_methods(cfg)
     check_components(cfg, given)
-    check_tasks(cfg)
+    check_tasks(cfg, given)
+    check_cache(cfg)
+    check_resumable(cfg)

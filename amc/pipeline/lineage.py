@@ -29,6 +29,8 @@ from typing import Any
 
 import yaml
 
+from amc.errors import mask_secrets
+
 EXPERIMENTS = {"collect": "amc-collect", "dataset": "amc-dataset", "train": "amc-value",
                "evaluate": "amc-evaluate", "promote": "amc-promote", "report": "amc-report"}
 
@@ -134,7 +136,7 @@ def stage_run(kind: str, *, params: Mapping[str, Any], inputs: Sequence[str | Pa
     # git_commit, git_dirty, dvc_lock_sha256 (amc.tracking) + per-input dvc.lock hashes
     all_tags = {"amc.stage": kind, **source_tags(kind), **run_tags(),
                 **dvc_input_hashes(inputs), **context_tags(round_)}
-    all_tags.update(tags or {})
+    all_tags.update({k: mask_secrets(str(v)) for k, v in (tags or {}).items()})
     name = run_name(kind, round_, detail)
     if started is None:
         ctx = mlflow.start_run(run_name=name, tags=all_tags)

@@ -7,7 +7,10 @@ replayed for another -- a dead endpoint or one that refuses the key fails instea
 answering from the cache. The request includes the prompt, every sampling parameter and the
 per-request seed the prior drew from the particle's generator, so two particles never share an
 entry and a rerun with the same run seed hits every entry. Only successful responses are
-stored (never errors). The API key is not part of the key and never reaches the file.
+stored (never errors). The API key is not part of the key and never reaches the file: a stored
+text is masked (:func:`amc.errors.mask_secrets`), so an endpoint echoing the key stores ``***``.
+A cache path that cannot hold the database (a folder, a file that is not SQLite, a read-only or
+virtual filesystem) is refused before a run starts (:func:`cache_problem`).
 
 Example::
 
@@ -28,6 +31,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from amc.errors import mask_secrets
+from amc.results import folder_problem
 from amc.types import Usage
 
 log = logging.getLogger("amc.priors")
@@ -55,18 +60,47 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("AMC_CACHE", ".cache"))
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def cache_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot be the response cache's database, or ``None`` (nothing written)."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            return f"{p} is a folder, not a cache file"
+        if p.exists():
+            if not p.is_file():
+                return f"{p} is not a regular file"
+            with open(p, "rb") as f:
+                head = f.read(len(SQLITE_HEADER))
+            if head and head != SQLITE_HEADER:
+                return f"{p} exists and is not an SQLite database (point the cache elsewhere)"
+            if not os.access(p, os.W_OK):
+                return f"{p} is not writable"
+    except OSError as err:
+        return f"cannot read {p}: {err.strerror or err}"
+    why = folder_problem(p.parent)  # SQLite writes its journal next to the file
+    return None if why is None else f"cannot create {p}: {why}"
+
+
 class ResponseCache:
     """A small key -> (text, usage) store; safe to share between tasks of one process."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        why = cache_problem(self.path)
+        if why is not None:
+            raise ValueError(f"response cache: {why}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        # timeout: wait for another process's write lock (parallel evaluation workers).
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                                   timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(SCHEMA)
+        try:  # timeout: wait for another process's write lock (parallel evaluation workers).
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                       timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(SCHEMA)
+        except sqlite3.Error as err:
+            raise ValueError(f"response cache {self.path}: {err}") from None
         self.hits = 0
         self.misses = 0
 
@@ -104,7 +138,7 @@ class ResponseCache:
             with self._lock:
                 self._db.execute(
                     "INSERT OR IGNORE INTO responses VALUES (?, ?, ?)",
-                    (key, text, json.dumps(usage.to_dict())),
+                    (key, mask_secrets(text), json.dumps(usage.to_dict())),
                 )
         except sqlite3.Error as err:
             log.warning("response cache write failed: %s", err)

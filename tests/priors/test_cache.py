@@ -1,4 +1,8 @@
-from amc.priors.cache import ResponseCache, server_id
+"""The response cache: keys per server and request, persistence, refusals, masking."""
+
+import pytest
+
+from amc.priors.cache import ResponseCache, cache_problem, server_id
 from amc.types import Usage
 
 A = "http://127.0.0.1:8001/v1"
@@ -44,3 +48,32 @@ def test_an_unusable_cache_never_fails_a_call(tmp_path):
     c._db.close()  # e.g. the file vanished or another process broke it
     c.put("k", "x", Usage())
     assert c.get("k") is None
+
+
+def test_a_path_that_cannot_hold_the_database_is_named_before_anything_is_written(tmp_path):
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "text").write_text("hello\n")
+    (tmp_path / "random.bin").write_bytes(bytes(range(256)) * 8)
+    assert "is a folder" in str(cache_problem(tmp_path / "dir"))
+    assert "not an SQLite database" in str(cache_problem(tmp_path / "text"))
+    assert "not an SQLite database" in str(cache_problem(tmp_path / "random.bin"))
+    assert "not a folder" in str(cache_problem(tmp_path / "text" / "c.sqlite"))
+    assert "cannot create" in str(cache_problem("/proc/amc-nope/c.sqlite"))
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(ValueError, match=r"response cache: .*random\.bin.* not an SQLite"):
+        ResponseCache(tmp_path / "random.bin")
+    assert sorted(tmp_path.rglob("*")) == before
+    assert cache_problem(tmp_path / "new" / "c.sqlite") is None  # a new file is fine
+    good = ResponseCache(tmp_path / "ok.sqlite")
+    good.close()
+    assert cache_problem(tmp_path / "ok.sqlite") is None  # and so is an existing database
+
+
+def test_a_stored_answer_never_holds_the_key(tmp_path, monkeypatch):
+    key = "canary-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put("k", f"Action: look. Authorization: Bearer {key} ({key})", Usage())
+    assert cache.get("k")[0] == "Action: look. Authorization: Bearer *** (***)"
+    cache.close()
+    assert not any(key.encode() in p.read_bytes() for p in tmp_path.iterdir())
