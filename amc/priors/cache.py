@@ -98,6 +98,9 @@ class ResponseCache:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
                                        timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
+            # no fsync per write (an entry lost to a power cut is only asked again): FULL
+            # blocked the event loop ~3 ms per call (docs/benchmarks.md, issue 55)
+            self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(SCHEMA)
         except sqlite3.Error as err:
             raise ValueError(f"response cache {self.path}: {err}") from None
