@@ -32,6 +32,8 @@ from pydantic import Field
 
 from amc.config import Frozen
 from amc.value.model import ValueModel, encode, pad_batch
+from amc.value.ranking import ObjectiveConfig
+from amc.value.temperature import TemperatureConfig
 
 KEY_BYTES = 16
 
@@ -53,6 +55,12 @@ class HeadConfig(Frozen):
     """States per cache shard (an interruption loses at most one shard of work)."""
     cache_dir: Path = Path(".cache/value-embeddings")
     """Root of the on-disk feature cache (relative paths: from the working directory)."""
+    objective: ObjectiveConfig = ObjectiveConfig()
+    """Training objective: regression (default) or regression plus a within-(task, step)
+    ranking / advantage term over whole-group batches (:mod:`amc.value.ranking`)."""
+    temperature: TemperatureConfig = TemperatureConfig()
+    """Fit the resampling temperature on validation after training and store it with the model
+    (:mod:`amc.value.temperature`)."""
 
 
 def text_key(text: str) -> bytes:

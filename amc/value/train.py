@@ -70,6 +70,7 @@ def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
     try:
         if cfg.mode == "head":
             return train_head(dataset_dir, cfg, out_dir)
+        check_full_mode(cfg)
         return _train(dataset_dir, cfg, out_dir)
     except BaseException:
         if cfg.track:
@@ -78,6 +79,15 @@ def train(dataset_dir: str | Path, cfg: TrainConfig = TrainConfig(),
             if mlflow.active_run() is not None:
                 mlflow.end_run("FAILED")
         raise
+
+
+def check_full_mode(cfg: TrainConfig) -> None:
+    """Full fine-tuning trains by regression on shuffled rows: a within-group objective or a
+    fitted temperature (``head.objective``, ``head.temperature``) is head mode's only."""
+    if cfg.head.objective.kind != "regression":
+        raise ValueError(f"head.objective.kind={cfg.head.objective.kind!r} needs mode='head'")
+    if cfg.head.temperature.fit:
+        raise ValueError("head.temperature.fit needs mode='head'")
 
 
 def _train(dataset_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None) -> TrainResult:

@@ -10,6 +10,12 @@ backbone + trained head) saved, logged as a pyfunc and registered -- so ``Learne
 pyfunc score a state exactly as ``head(pool(state))`` did here. Metrics, early stopping on
 validation Pearson (best epoch restored) and seeding follow full mode; MLflow also gets the
 embedding time, cache hits and states/s.
+
+Head mode's options (``head.objective``, ``head.temperature``): a within-(task, step) ranking
+or advantage term beside the regression loss, trained on batches of whole groups
+(:mod:`amc.value.ranking`; early stopping on ``objective.select_on``), and a resampling
+temperature fitted on the validation split after training, stored in the model's metrics as
+``resample_temperature`` (:mod:`amc.value.temperature`). Defaults: plain regression, no fit.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ import torch
 
 from amc.value.features import EmbedStats, FeatureCache, embed_texts, encoder_identity
 from amc.value.metrics import finite, state_groups, value_metrics
+from amc.value.ranking import ObjectiveConfig, group_batches, group_ids, objective_loss
+from amc.value.temperature import TemperatureConfig, fit_temperature
 from amc.value.train_run import (
     FinalEval,
     TrainConfig,
@@ -67,16 +75,25 @@ def head_predict(model: ValueModel, x: np.ndarray, batch: int = 4096) -> np.ndar
     return np.concatenate(out) if out else np.zeros(0)
 
 
+def _batches(n: int, gid: torch.Tensor, cfg: TrainConfig,
+             g: torch.Generator) -> list[torch.Tensor]:
+    """One epoch's index batches: shuffled rows (regression) or whole (task, step) groups."""
+    if cfg.head.objective.kind == "regression":
+        order = torch.randperm(n, generator=g)
+        return [order[b: b + cfg.head.batch_size] for b in range(0, n, cfg.head.batch_size)]
+    return list(group_batches(gid.numpy(), cfg.head.objective.groups_per_batch, g))
+
+
 def _epoch(model: ValueModel, opt: Any, sched: Any, x: torch.Tensor, y: torch.Tensor,
-           order: torch.Tensor, cfg: TrainConfig) -> tuple[np.ndarray, float]:
-    """One pass over the features in ``order``; (training predictions, mean loss)."""
+           batches: list[torch.Tensor], gid: torch.Tensor,
+           cfg: TrainConfig) -> tuple[np.ndarray, float]:
+    """One pass over the index ``batches``; (training predictions, mean loss)."""
     model.head.train()
     preds = np.zeros(len(y))
     losses = []
-    for b in range(0, len(order), cfg.head.batch_size):
-        idx = order[b: b + cfg.head.batch_size]
+    for idx in batches:
         raw = model.head(x[idx]).squeeze(-1)
-        loss = model.loss(raw, y[idx])
+        loss = objective_loss(cfg.head.objective, model.loss(raw, y[idx]), raw, y[idx], gid[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.head.parameters(), cfg.max_grad_norm)
@@ -131,28 +148,31 @@ def _fit(model: ValueModel, train: SplitFeatures, val: SplitFeatures, cfg: Train
     h = cfg.head
     x = torch.from_numpy(np.ascontiguousarray(train.x, dtype=np.float32))
     y = torch.tensor(train.cols["target"], dtype=torch.float32)
+    gid = torch.from_numpy(_group_ids(train, h.objective))
     g = torch.Generator().manual_seed(cfg.seed + 1)
     params = list(model.head.parameters())
     opt = torch.optim.AdamW(
         [{"params": [p for p in params if p.ndim >= 2], "weight_decay": cfg.weight_decay},
          {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}], lr=h.lr)
-    total = math.ceil(len(y) / h.batch_size) * h.epochs
+    per_epoch = (math.ceil(len(y) / h.batch_size) if h.objective.kind == "regression" else
+                 math.ceil((int(gid.max()) + 1) / h.objective.groups_per_batch))
+    total = per_epoch * h.epochs
     sched = get_cosine_schedule_with_warmup(opt, int(cfg.warmup_ratio * total), total)
     history: list[dict[str, float]] = []
     best_score, best_epoch, bad, best_state = -math.inf, 0, 0, None
     bar = tqdm(range(1, h.epochs + 1), desc="head epochs", unit="epoch", disable=not progress,
                leave=False)
     for epoch in bar:
-        preds, loss = _epoch(model, opt, sched, x, y, torch.randperm(len(y), generator=g), cfg)
+        preds, loss = _epoch(model, opt, sched, x, y, _batches(len(y), gid, cfg, g), gid, cfg)
         tr = {**train.metrics(preds), "loss": loss}
         va = val.metrics(head_predict(model, val.x))
         row = {"epoch": epoch, **finite(tr, "train_"), **finite(va, "val_")}
         history.append(row)
         if log is not None:
             log({k: v for k, v in row.items() if k != "epoch"}, epoch)
-        score = va.get("pearson", float("nan"))
+        score = va.get(h.objective.select_on, float("nan"))
         score = score if math.isfinite(score) else -math.inf
-        bar.set_postfix(loss=f"{loss:.4f}", val_pearson=f"{score:.3f}")
+        bar.set_postfix(loss=f"{loss:.4f}", val=f"{score:.3f}")
         if best_state is None or not len(val.x) or score > best_score + cfg.min_delta:
             best_score, best_epoch, bad = score, epoch, 0
             best_state = {k: v.detach().clone() for k, v in model.head.state_dict().items()}
@@ -164,6 +184,35 @@ def _fit(model: ValueModel, train: SplitFeatures, val: SplitFeatures, cfg: Train
     if best_state is not None:
         model.head.load_state_dict(best_state)
     return history, best_epoch
+
+
+def _group_ids(split: SplitFeatures, objective: ObjectiveConfig) -> np.ndarray:
+    """Dense (task, step) group ids of a split's rows (zeros when regression needs none)."""
+    groups = state_groups(split.cols)
+    if groups is None:
+        if objective.kind != "regression":
+            raise ValueError(f"head.objective.kind={objective.kind!r} needs the dataset's "
+                             "task_id and step columns")
+        return np.zeros(len(split.x), dtype=np.int64)
+    return group_ids(groups)
+
+
+def fit_resample_temperature(pred: np.ndarray, split: SplitFeatures,
+                             cfg: TemperatureConfig) -> dict[str, float]:
+    """The resampling temperature fitted on a split's predictions (:mod:`amc.value.temperature`)
+    as metrics stored with the model; empty when the split has no mixed (task, step) group."""
+    groups = state_groups(split.cols)
+    if groups is None or not len(pred):
+        return {}
+    v = pred + np.asarray(split.cols["reward_so_far"], float)
+    try:
+        fit = fit_temperature(v, np.asarray(split.cols["success"], bool), groups, cfg)
+    except ValueError:
+        return {}
+    return {"resample_temperature": fit.temperature, "val_group_log_loss_fitted": fit.log_loss,
+            "val_group_log_loss_uniform": fit.uniform_log_loss,
+            "resample_temperature_groups": float(fit.groups),
+            "resample_temperature_at_bound": float(fit.at_bound)}
 
 
 def frozen_model(cfg: TrainConfig) -> ValueModel:
@@ -225,9 +274,13 @@ def train_head(dataset_dir: str | Path, cfg: TrainConfig,
     history, best_epoch = fit_head(model, feats["train"], feats["validation"], cfg, log, progress)
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
     val_pred = head_predict(model, feats["validation"].x)
+    if cfg.head.temperature.fit:
+        extra_t = fit_resample_temperature(val_pred, feats["validation"], cfg.head.temperature)
+    else:
+        extra_t = {}
     ev = FinalEval(feats["validation"].metrics(val_pred), val_pred.tolist(), splits["validation"],
                    feats["test"].metrics(head_predict(model, feats["test"].x)))
     n_seen = len(history) * len(feats["train"].x)
     extra = {**embed, "head_seconds": seconds, "head_cpu_seconds": cpu_seconds,
-             "train_samples_per_s": n_seen / seconds if seconds else 0.0}
+             "train_samples_per_s": n_seen / seconds if seconds else 0.0, **extra_t}
     return finish_run(model, tok, cfg, out, render, card, history, best_epoch, run, ev, extra)
