@@ -39,6 +39,7 @@ from amc.config import (
     validate,
 )
 from amc.pipeline.promote_params import PromoteParams
+from amc.value.ranking import ObjectiveConfig
 
 PARAMS_FILE = Path("params.yaml")
 OVERRIDES_ROOT = Path("runs")
@@ -95,6 +96,15 @@ class TrainParams(Frozen):
     """Keep only the first layers of the backbone (None = all)."""
     patience: int = Field(1, ge=0)
     """Early stopping: epochs without validation improvement."""
+    mode: Literal["full", "head"] = "full"
+    """full: fine-tune the encoder and head (default); head: frozen encoder, cached features,
+    only the head trains (the value options below need it)."""
+    objective: ObjectiveConfig = ObjectiveConfig()
+    """Head mode: plain regression (default) or regression plus a within-(task, step) ranking
+    or advantage term (:mod:`amc.value.ranking`)."""
+    fit_temperature: bool = False
+    """Head mode: fit the resampling temperature on validation, stored with the model
+    (:mod:`amc.value.temperature`)."""
     model_name: str | None = None
     """Registry name (None: amc-value-<env.name>; overridden runs get their own name)."""
     out_dir: Path = Path("models/value")

@@ -46,7 +46,9 @@ def config(p: PipelineParams) -> Any:
     t = p.train
     return TrainConfig(env=p.env.name, epochs=t.epochs, lr=t.lr, batch_size=t.batch_size,
                        seed=t.seed, patience=t.patience, tracking_uri=p.mlflow_uri,
-                       register_model=False,
+                       register_model=False, mode=t.mode,
+                       head={"objective": t.objective,
+                             "temperature": {"fit": t.fit_temperature}},
                        model={"max_length": t.max_length, "num_layers": t.num_layers})
 
 
