@@ -1,6 +1,7 @@
 """``OpenAIPrior``: a black-box agent behind any OpenAI-compatible endpoint.
 
-One prior object serves a whole run: one ``AsyncOpenAI`` client (one connection pool), one
+One prior object serves a whole run: one HTTP client (one keep-alive connection pool,
+:class:`~amc.priors.transport.JsonClient`), one
 :class:`~amc.priors.transport.Limiter` and one :class:`~amc.priors.ledger.Ledger` shared by every
 particle of every task. Each proposal:
 
@@ -42,6 +43,7 @@ from amc.priors.ledger import Budget, Ledger, Price
 from amc.priors.parsing import parse_action
 from amc.priors.prompts import Style, chat_messages, completion_prompt
 from amc.priors.transport import (
+    JsonClient,
     Limiter,
     MalformedResponse,
     PermanentError,
@@ -167,7 +169,7 @@ class _LoopState:
     """Client and limiter bound to one event loop (asyncio objects cannot cross loops)."""
 
     loop: asyncio.AbstractEventLoop
-    client: Any
+    client: JsonClient
     limiter: Limiter
 
 
@@ -210,15 +212,11 @@ class OpenAIPrior(WantsValidActions, CompletionClient):
     # -- plumbing ---------------------------------------------------------------------------
     def loop_state(self) -> _LoopState:
         """The shared client and limiter for the running event loop (built on first use)."""
-        import openai
-
         loop = asyncio.get_running_loop()
         if self._state is None or self._state.loop is not loop:
-            client = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self._key,
-                max_retries=0,  # exactly one retry layer: ours
-                timeout=self.options.timeout_s,
-            )
+            # exactly one retry layer: ours (the client never retries)
+            client = JsonClient(self.base_url, self._key, self.options.timeout_s,
+                                connections=self.options.max_in_flight)
             limiter = Limiter(self.options.max_in_flight, self.options.tokens_per_minute)
             self._state = _LoopState(loop, client, limiter)
         return self._state
@@ -288,12 +286,10 @@ class OpenAIPrior(WantsValidActions, CompletionClient):
                      redact(str(err)[:200], self._key))
 
         async def attempt() -> tuple[str, tuple[int, int, int]]:
-            # The SDK's generic POST: same auth, errors and timeouts as `.create()`, without
-            # re-validating our plain JSON body and building response models (~3 ms per call,
-            # which is what limits one event loop driving hundreds of particles). Reading the
-            # answer inside the attempt makes a malformed 200 one more retried failure.
-            resp = await st.limiter.run(
-                est, lambda: st.client.post(path, cast_to=object, body=request))
+            # A plain JSON POST (no SDK request or response models: the client's CPU per call
+            # is what limits one event loop driving hundreds of particles). Reading the answer
+            # inside the attempt makes a malformed 200 one more retried failure.
+            resp = await st.limiter.run(est, lambda: st.client.post(path, request))
             return _read_response(resp, endpoint)
 
         jitter = np.random.default_rng([seed, 0x5EED])  # never the particle's generator

@@ -17,6 +17,13 @@
   actions are sampled later.
 - Everything else (400 bad request, context overflow, 401/403, 404, 422) is permanent:
   :class:`PermanentError` carries a one-line reason, with any API key redacted.
+- :class:`JsonClient` is the one HTTP client of a prior: a keep-alive pool (aiohttp) that posts
+  a plain JSON body and returns the decoded answer. A call's client CPU is what limits one event
+  loop driving hundreds of particles, so it skips what the OpenAI SDK does per call (request
+  options models, httpx/httpcore's pool scan, response wrappers; measured side by side in
+  docs/benchmarks.md, section Priors). Its failures are raised as the SDK's exception types
+  (status errors with the SDK's message and the answer's headers, timeouts, connection errors),
+  so the classification above is the same for both.
 """
 
 from __future__ import annotations
@@ -26,16 +33,20 @@ import email.utils
 import json
 import re
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import aiohttp
+import httpx2  # the OpenAI SDK's httpx: its exceptions carry these request/response types
 import numpy as np
 import openai
 
 from amc.retry import RetriesExhausted, RetryPolicy, retry_async
 
-__all__ = ["Limiter", "MalformedResponse", "PermanentError", "RetryPolicy", "call_with_retries",
-           "describe", "is_retryable", "redact", "retry_after_s"]
+__all__ = ["JsonClient", "Limiter", "MalformedResponse", "PermanentError", "RetryPolicy",
+           "call_with_retries", "describe", "is_retryable", "redact", "retry_after_s"]
 
 T = TypeVar("T")
 
@@ -89,6 +100,79 @@ class Limiter:
                 return await fn()
             finally:
                 self.in_flight -= 1
+
+
+_STATUS_ERRORS: dict[int, type[openai.APIStatusError]] = {
+    400: openai.BadRequestError, 401: openai.AuthenticationError,
+    403: openai.PermissionDeniedError, 404: openai.NotFoundError, 409: openai.ConflictError,
+    422: openai.UnprocessableEntityError, 429: openai.RateLimitError,
+}
+
+
+def status_error(url: str, status: int, headers: list[tuple[str, str]],
+                 raw: bytes) -> openai.APIStatusError:
+    """The SDK's exception (and message) for an HTTP error answer."""
+    response = httpx2.Response(status, headers=headers, content=raw,
+                              request=httpx2.Request("POST", url))
+    msg, body = f"Error code: {status}", None
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = raw.decode("utf-8", "replace").strip() or None
+    data = body.get("error", body) if isinstance(body, dict) else body
+    message = data.get("message") if isinstance(data, dict) else None
+    if isinstance(message, str) and message:
+        msg += f" - {message}"
+    cls = _STATUS_ERRORS.get(status) or (
+        openai.InternalServerError if status >= 500 else openai.APIStatusError)
+    return cls(msg, response=response, body=data)
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` ($HTTPS_PROXY, $HTTP_PROXY, $NO_PROXY)."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
+
+
+class JsonClient:
+    """One keep-alive connection pool posting JSON to ``base_url`` (see the module docstring).
+
+    Build it inside the event loop that uses it; ``connections`` caps the open connections
+    (the limiter's ``max_in_flight``, so every admitted call has one).
+    """
+
+    def __init__(self, base_url: str, key: str, timeout_s: float, connections: int) -> None:
+        self.base_url = base_url.rstrip("/")
+        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
+                   "Accept": "application/json"}
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=connections),
+            timeout=aiohttp.ClientTimeout(total=timeout_s), headers=headers,
+        )
+        self.proxy = env_proxy(self.base_url)
+        """$HTTP(S)_PROXY for this endpoint (honoured as the SDK did), read once: aiohttp's
+        ``trust_env`` would read the environment and ~/.netrc again on every call."""
+
+    async def post(self, path: str, body: dict) -> object:
+        """The decoded JSON answer to ``body`` posted at ``path``; SDK errors on failure."""
+        url = self.base_url + path
+        try:
+            async with self._session.post(url, data=json.dumps(body).encode(),
+                                          proxy=self.proxy) as resp:
+                raw = await resp.read()
+                if resp.status >= 400:
+                    raise status_error(url, resp.status, list(resp.headers.items()), raw)
+        except TimeoutError as err:  # aiohttp's timeouts are TimeoutErrors too
+            raise openai.APITimeoutError(httpx2.Request("POST", url)) from err
+        except aiohttp.ClientError as err:  # refused, reset, dropped mid-body
+            raise openai.APIConnectionError(message=f"Connection error: {err}",
+                                            request=httpx2.Request("POST", url)) from err
+        return json.loads(raw)  # a body cut short raises JSONDecodeError (retried)
+
+    async def close(self) -> None:
+        await self._session.close()
 
 
 _KEY = re.compile(r"(sk-[A-Za-z0-9_\-*]{3,}|Bearer\s+\S+)")
