@@ -8,11 +8,18 @@ the git commit (and whether the tree was dirty) and, when present, the hash of `
 
 Create the database and experiment once before fanning out to several processes: concurrent
 SQLite migrations race ("database is locked").
+
+Secrets never reach the store: params and tags built here are masked
+(:func:`amc.errors.mask_secrets`), and :func:`setup_tracking` makes MLflow's own ``log_param(s)``,
+``set_tag(s)``, ``log_dict`` and ``log_text`` mask what they are given (:func:`mask_mlflow`),
+so a stage's record that quotes an endpoint's answer cannot carry the key into an artifact.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
 import subprocess
 from collections.abc import Mapping
@@ -63,6 +70,7 @@ def setup_tracking(uri: str | None = None, experiment: str = "amc") -> str:
     import mlflow
 
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    mask_mlflow(mlflow)
     uri = tracking_uri(uri)
     if uri.startswith("sqlite:///"):
         Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
@@ -79,6 +87,40 @@ def setup_tracking(uri: str | None = None, experiment: str = "amc") -> str:
             client.set_experiment_tag(exp_id, NOTE, note)
     mlflow.set_experiment(experiment_id=exp_id)
     return exp_id
+
+
+def _masked(value: Any) -> Any:
+    """``value`` with secrets masked (a string, or any JSON-able structure)."""
+    if isinstance(value, str):
+        return mask_secrets(value)
+    text = json.dumps(value, default=str)
+    masked = mask_secrets(text)
+    return value if masked == text else json.loads(masked)
+
+
+_MASKED_ARG = {"log_param": (1, "value"), "set_tag": (1, "value"), "log_params": (0, "params"),
+               "set_tags": (0, "tags"), "log_dict": (0, "dictionary"), "log_text": (0, "text")}
+"""MLflow's logging functions and the argument (position, name) whose value is logged."""
+
+
+def mask_mlflow(mlflow: Any) -> None:
+    """Make ``mlflow``'s logging functions mask secrets in every value (idempotent)."""
+    if getattr(mlflow, "_amc_masked", False):
+        return
+    for name, (pos, kw) in _MASKED_ARG.items():
+        original = getattr(mlflow, name)
+
+        @functools.wraps(original)
+        def masked(*args: Any, _fn: Any = original, _pos: int = pos, _kw: str = kw,
+                   **kwargs: Any) -> Any:
+            if len(args) > _pos:
+                args = (*args[:_pos], _masked(args[_pos]), *args[_pos + 1:])
+            elif _kw in kwargs:
+                kwargs[_kw] = _masked(kwargs[_kw])
+            return _fn(*args, **kwargs)
+
+        setattr(mlflow, name, masked)
+    mlflow._amc_masked = True
 
 
 PIPELINE_WRITTEN = ("dvc.lock", "metrics/", "plots/", "frozen/", "grpo/dvc.lock",

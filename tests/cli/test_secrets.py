@@ -5,8 +5,8 @@ completion (and, for every fifth request, inside a 400 error), the way a hostile
 configured endpoint could. After ``amc run`` with a canary key, every byte under the run's
 folder, the response cache and the command's own output is searched for the canary: it must
 appear nowhere, while the masked echo (``Authorization: Bearer ***``) must be there, so the
-answer did reach the files. The MLflow side logs the same texts as params, tags and an artifact
-into a real sqlite store, which is then searched the same way.
+answer did reach the files. The MLflow side logs the same texts as params, tags and artifacts
+(a file, ``log_dict``, ``log_text``) into a real sqlite store, searched the same way.
 """
 
 from __future__ import annotations
@@ -112,7 +112,13 @@ def test_mlflow_params_tags_and_artifacts_hold_no_key(tmp_path, monkeypatch) -> 
                    tags={"echo": echoed, "raw": CANARY}) as run:
         write_json_atomic(tmp_path / "manifest.json", {"first_answer": echoed})
         mlflow.log_artifact(str(tmp_path / "manifest.json"))
+        mlflow.log_dict({"failures": [{"error": echoed}]}, "record.json")
+        mlflow.log_text(f"first answer: {echoed}", "note.md")
+        mlflow.log_param("echo", echoed)
+        mlflow.set_tag(key="echo2", value=echoed)
     got = mlflow.MlflowClient().get_run(run.info.run_id).data
     assert got.params["prior.options.extra_body.note"] == "Authorization: Bearer ***"
-    assert got.tags["raw"] == "***"
+    assert got.tags["raw"] == "***" and got.tags["echo2"] == "Authorization: Bearer ***"
+    assert got.params["echo"] == "Authorization: Bearer ***"
     assert files_with(tmp_path, CANARY.encode()) == []
+    assert len(files_with(store / "artifacts", b"Authorization: Bearer ***")) == 3  # masked
