@@ -1,8 +1,11 @@
 """Benchmark the prior's concurrency and the embedded model's batched throughput.
 
-1. Concurrency: a loopback OpenAI-compatible server answers every call after a fixed 200 ms.
-   One SMC step = N concurrent proposals through one OpenAIPrior (shared client, limiter).
-   We report the step's wall time divided by one call's latency (goal <= 1.15 at N = 15).
+1. The API client (:mod:`benchmarks.prior_client`): a loopback OpenAI-compatible server in its
+   own process answers every call after a fixed 200 ms. One SMC step = tasks x N concurrent
+   proposals through one OpenAIPrior (shared client, limiter), N in {1, 15, 64, 256}, the
+   current client and the one before issue 55 side by side in one run: a step's wall time over
+   one call's (goal <= 1.10 at N = 15, <= 1.25 at N = 64), client CPU per call, and a profile
+   of where that CPU goes. Section ``priors-client`` of docs/benchmarks.md.
 2. Embedded servers side by side: the bundled Gemma-3-270M on llama.cpp's C++ ``llama-server``
    (``parallel`` slots, continuous batching) and on llama-cpp-python's one-slot Python server.
    For N in {1, 4, 8, 15}, N particles take ``--steps`` SMC-like steps on a TextCraft-like
@@ -18,7 +21,8 @@
 3. Order independence (C++ server): the same (prompt, seed) sampled alone and in a batch with
    other prompts; how many completions are identical.
 
-Run: ``python benchmarks/bench_priors.py [--skip-embedded]``; results go to docs/benchmarks.md.
+Run: ``python benchmarks/bench_priors.py [--skip-embedded]``; results go to docs/benchmarks.md
+(``--skip-embedded`` leaves the embedded servers' section as it is).
 """
 
 from __future__ import annotations
@@ -41,8 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from amc.ports import free_port
 from amc.priors.embedded import EmbeddedOptions, EmbeddedPrior, EmbeddedServer
-from amc.priors.openai import OpenAIOptions, OpenAIPrior
 from amc.types import History, Step, Usage
+from benchmarks import prior_client
 from benchmarks._report import md_table, write_section
 
 OBS = ("Crafting commands:\ncraft 4 oak planks using 1 oak log\ncraft 4 stick using 2 oak planks\n"
@@ -53,7 +57,7 @@ DELAY_S = 0.2
 
 
 @contextlib.contextmanager
-def loopback_process(delay_s: float) -> Iterator[str]:
+def loopback_process(delay_s: float) -> Iterator[tuple[str, int]]:
     """The toy server in its own process (a remote API does not share our CPU)."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "amc.priors.loopback", "--port", str(port),
@@ -68,38 +72,50 @@ def loopback_process(delay_s: float) -> Iterator[str]:
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise RuntimeError("loopback server did not start")
             time.sleep(0.1)
-        yield url
+        yield url, proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=10)
 
 
-async def concurrency(reps: int) -> list[list[object]]:
-    rows: list[list[object]] = []
-    with loopback_process(DELAY_S) as url:
-        p = OpenAIPrior(OpenAIOptions(base_url=url, model="toy", prompt="menu", cache=False,
-                                      max_in_flight=256), env="textcraft")
-        # Warm the connection pool to its widest (a long run keeps its connections open).
-        await asyncio.gather(*(p.propose(H, np.random.default_rng(i)) for i in range(64)))
-        single = []
-        for i in range(reps * 2):
-            t0 = time.perf_counter()
-            await p.propose(H, np.random.default_rng(i))
-            single.append(time.perf_counter() - t0)
-        lat = statistics.median(single)
-        for n in (1, 15, 64):
-            p.limiter.peak_in_flight = 0
-            walls = []
-            for r in range(reps):
-                t0 = time.perf_counter()
-                await asyncio.gather(*(p.propose(H, np.random.default_rng([r, i]))
-                                       for i in range(n)))
-                walls.append(time.perf_counter() - t0)
-            wall = statistics.median(walls)
-            rows.append([n, f"{lat * 1000:.0f}", f"{wall * 1000:.0f}", f"{wall / lat:.2f}",
-                         p.limiter.peak_in_flight])
-        await p.aclose()
-    return rows
+async def concurrency(reps: int, profile_steps: int) -> tuple[list[list[object]], dict]:
+    """The API client, old and new side by side (:mod:`benchmarks.prior_client`)."""
+    with loopback_process(DELAY_S) as (url, pid):
+        rows = await prior_client.side_by_side(url, H, reps, pid)
+        prof = await prior_client.profile(url, H, 64, profile_steps)
+    return rows, prof
+
+
+def client_section(rows: list[list[object]], prof: dict, reps: int, steps: int,
+                   load_before: str) -> str:
+    """The ``priors-client`` section of docs/benchmarks.md."""
+    return "\n".join([
+        f"Script: `benchmarks/bench_priors.py` (`benchmarks/prior_client.py`). A loopback "
+        f"OpenAI-compatible server in its own process answers every call after "
+        f"{DELAY_S * 1000:.0f} ms. One step = `tasks` x N concurrent `OpenAIPrior.propose` "
+        f"calls through one prior (median of {reps} steps per row); `new` is the current "
+        f"client (one aiohttp keep-alive pool), `old` the client before issue 55 (the OpenAI "
+        f"SDK's `post`, frozen in `benchmarks/legacy_prior.py`; everything else, prompt, "
+        f"parsing, ledger, cache, is shared), both in this one run, their steps "
+        f"interleaved. `step / call` divides by that client's own median sequential call; "
+        f"`CPU / call` is this process's CPU time over the step runs / calls, `server CPU / "
+        f"call` the server process's (it shares the machine's {os.cpu_count()} cores with "
+        f"the client: a remote API would not). Response cache off. Load average before the "
+        f"run: {load_before}; after: {prior_client.load()}.",
+        "",
+        md_table(["N", "tasks", "client", "one call (ms)", "one step (ms)", "step / call",
+                  "goal", "CPU / call (ms)", "server CPU / call (ms)", "peak in flight"], rows),
+        "",
+        prior_client.verdict(rows),
+        "",
+        f"Where the client's CPU goes per call: cProfile over {steps} steps of 64 particles "
+        f"(one task), response cache on (the runner's default; every call a miss and a "
+        f"write), each function's own time put in a phase by its module (built-ins by their "
+        f"callers'), scaled to the CPU per call measured over the same steps without the "
+        f"profiler. Idle waiting (`epoll`) is not CPU and is left out.",
+        "",
+        prior_client.profile_table(prof),
+    ])
 
 
 def observe(action: str, t: int) -> str:
@@ -260,7 +276,8 @@ def negated(u: Usage) -> Usage:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--profile-steps", type=int, default=6)
     ap.add_argument("--ns", default="1,4,8,15", help="particle counts N, comma-separated")
     ap.add_argument("--steps", type=int, default=4, help="SMC-like steps per N")
     ap.add_argument("--servers", default="cpp,python", help="llama.cpp servers to compare")
@@ -268,16 +285,13 @@ def main() -> None:
     ap.add_argument("--python-ns", default=None, help="N for the python server (default --ns)")
     ap.add_argument("--skip-embedded", action="store_true")
     args = ap.parse_args()
-    conc = asyncio.run(concurrency(args.reps))
-    body = [
-        f"Script: `benchmarks/bench_priors.py`. Loopback OpenAI-compatible server answering after "
-        f"{DELAY_S * 1000:.0f} ms; one SMC step = N concurrent `OpenAIPrior.propose` calls "
-        f"(median of {args.reps}). Goal: step / call <= 1.15 at N = 15. Load average during "
-        f"the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (the machine is shared; "
-        f"each call costs about 2 ms of client CPU and 0.6 ms of server CPU).",
-        "",
-        md_table(["N", "one call (ms)", "one step (ms)", "step / call", "peak in flight"], conc),
-    ]
+    load_before = prior_client.load()
+    rows, prof = asyncio.run(concurrency(args.reps, args.profile_steps))
+    client = client_section(rows, prof, args.reps, args.profile_steps, load_before)
+    print(client)
+    write_section("priors-client", "Priors: the API client, N concurrent calls (old and new)",
+                  client)
+    body: list[str] = []
     if not args.skip_embedded:
         ns = tuple(int(n) for n in args.ns.split(","))
         backends = tuple(args.servers.split(","))
@@ -287,7 +301,6 @@ def main() -> None:
         same, reps = (asyncio.run(order_independence(args.order_reps, max(ns)))
                       if "cpp" in backends and args.order_reps else (0, 0))
         body += [
-            "",
             f"Embedded prior, both llama.cpp servers side by side (Gemma-3-270M Q4_K_M, portable "
             f"build, {os.cpu_count()} threads, menu prompt, max_tokens 64). One step = N "
             f"concurrent proposals of N particles on a TextCraft-like task; mean over "
@@ -312,9 +325,10 @@ def main() -> None:
             f"and again amid {max(ns) - 1} other concurrent prompts gave the same completion in "
             f"{same} of {reps} cases.",
         ]
-    text = "\n".join(body)
-    print(text)
-    write_section("priors", "Priors: concurrency and embedded throughput", text)
+    if body:  # the embedded servers' section (the API client's is above)
+        text = "\n".join(body)
+        print(text)
+        write_section("priors", "Priors: embedded throughput", text)
 
 
 if __name__ == "__main__":

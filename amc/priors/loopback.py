@@ -175,7 +175,7 @@ class LoopbackServer:
                 return Response(raw[: len(raw) // 2], media_type="application/json")
             if fault is None or fault == "stall":
                 self.counts["ok"] += 1
-            return reply
+            return JSONResponse(reply)  # skips FastAPI's re-encoding of a returned dict
 
         @app.get("/v1/models")
         async def models() -> dict[str, Any]:

@@ -188,6 +188,8 @@ class OpenAIPrior(WantsValidActions, CompletionClient):
                 f"{options.api_key_env} (or point base_url at a local server)"
             )
         self._key = key or "sk-local"
+        self._price_model = "local" if is_local(self.base_url) else options.model
+        """The price table's name for this endpoint's model (a local server costs nothing)."""
         self.server_id = self.base_url
         """Who answers (the response cache's key): the endpoint's URL by default."""
         self.ledger = ledger or Ledger(Budget(max_tokens=options.budget_tokens,
@@ -308,8 +310,8 @@ class OpenAIPrior(WantsValidActions, CompletionClient):
             return "", usage, reason
         prompt_toks, completion_toks, cached = toks
         usage = self.ledger.price(
-            self.options.model if not is_local(self.base_url) else "local",
-            prompt_toks, completion_toks, cached, price=self.options.price, retries=retries,
+            self._price_model, prompt_toks, completion_toks, cached, price=self.options.price,
+            retries=retries,
         )
         self.ledger.record(task_id, usage)
         if self.cache is not None and key is not None:

@@ -46,7 +46,8 @@ import openai
 from amc.retry import RetriesExhausted, RetryPolicy, retry_async
 
 __all__ = ["JsonClient", "Limiter", "MalformedResponse", "PermanentError", "RetryPolicy",
-           "call_with_retries", "describe", "is_retryable", "redact", "retry_after_s"]
+           "call_with_retries", "describe", "env_proxy", "is_retryable", "redact",
+           "retry_after_s", "status_error"]
 
 T = TypeVar("T")
 
