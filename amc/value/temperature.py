@@ -15,14 +15,17 @@ chance) is fitted at the upper bound: uniform resampling. ``L`` at the fitted T 
 uniform ``mean log n_g`` says how much the value knows about which sibling wins.
 
 The fit is one-dimensional (bounded search over log T, :func:`scipy.optimize.minimize_scalar`),
-deterministic, and stored with the model (head mode: ``resample_temperature`` in its metrics).
+deterministic, and stored with the model (head mode: ``resample_temperature`` in its metrics,
+read back by :func:`stored_temperature`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -126,6 +129,16 @@ def fit_temperature(values: Sequence[float] | np.ndarray, success: Sequence[bool
     s = -best[1]
     at_bound = min(s - lo, hi - s) < 1e-3
     return TemperatureFit(math.exp(s), best[0], g.log_loss(math.inf), len(g), at_bound)
+
+
+def stored_temperature(model_dir: str | Path) -> float | None:
+    """The resampling temperature a trained model directory carries (its saved metrics'
+    ``resample_temperature``), or None when it was trained without the fit."""
+    from amc.value.model import CONFIG_FILE
+
+    meta = json.loads((Path(model_dir) / CONFIG_FILE).read_text())
+    t = (meta.get("metrics") or {}).get("resample_temperature")
+    return None if t is None else float(t)
 
 
 def weight_ratio(spread: float, beta: float) -> float:
