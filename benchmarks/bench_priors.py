@@ -100,7 +100,9 @@ def client_section(rows: list[list[object]], prof: dict, reps: int, steps: int,
         f"interleaved. `step / call` divides by that client's own median sequential call; "
         f"`CPU / call` is this process's CPU time over the step runs / calls, `server CPU / "
         f"call` the server process's (it shares the machine's {os.cpu_count()} cores with "
-        f"the client: a remote API would not). Response cache off. Load average before the "
+        f"the client: a remote API would not; read from /proc in "
+        f"{1000 // os.sysconf('SC_CLK_TCK')} ms ticks, so coarse at N = 1). Response cache "
+        f"off. Load average before the "
         f"run: {load_before}; after: {prior_client.load()}.",
         "",
         md_table(["N", "tasks", "client", "one call (ms)", "one step (ms)", "step / call",
@@ -277,7 +279,7 @@ def negated(u: Usage) -> Usage:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--profile-steps", type=int, default=6)
+    ap.add_argument("--profile-steps", type=int, default=15)
     ap.add_argument("--ns", default="1,4,8,15", help="particle counts N, comma-separated")
     ap.add_argument("--steps", type=int, default=4, help="SMC-like steps per N")
     ap.add_argument("--servers", default="cpp,python", help="llama.cpp servers to compare")

@@ -55,6 +55,8 @@ PHASES = (  # (phase, substrings of a function's file or name), first match wins
     ("logging", ("logging/",)),
     ("limiter, retries, event loop", ("amc/priors/transport.py", "amc/retry.py", "asyncio/",
                                       "contextvars", "threading.py")),
+    ("propose / generate (their own lines)", ("amc/priors/openai.py",)),
+    ("benchmark harness (gather, seeds)", ("benchmarks/",)),
 )
 
 
