@@ -10,8 +10,8 @@
   proxy or an overloaded server sends, and what the next attempt usually fixes) with
   exponential backoff and full jitter, or waits exactly what ``Retry-After`` asks: the
   project's one retry loop (:mod:`amc.retry`, also the AgentGym client's), given the OpenAI
-  SDK's errors to classify. The SDK's
-  own retries are switched off (``max_retries=0``) so there is exactly one layer. Jitter is
+  SDK's errors to classify. The HTTP client never retries by itself, so there is exactly one
+  layer. Jitter is
   drawn from a generator the caller seeds (from the request's seed), never from global
   randomness, and never from the particle's generator: a fault therefore cannot change which
   actions are sampled later.
@@ -21,9 +21,9 @@
   a plain JSON body and returns the decoded answer. A call's client CPU is what limits one event
   loop driving hundreds of particles, so it skips what the OpenAI SDK does per call (request
   options models, httpx/httpcore's pool scan, response wrappers; measured side by side in
-  docs/benchmarks.md, section Priors). Its failures are raised as the SDK's exception types
+  docs/benchmarks.md, section priors-client). Its failures are raised as the SDK's exception types
   (status errors with the SDK's message and the answer's headers, timeouts, connection errors),
-  so the classification above is the same for both.
+  so the classification above serves it (and any SDK-based client) unchanged.
 """
 
 from __future__ import annotations
