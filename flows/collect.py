@@ -12,7 +12,9 @@ its fresh seeds.
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 from prefect import flow, task, unmapped
@@ -28,7 +30,7 @@ from flows._log import say
 def collect_shard(params_path: str, overrides: list[str], k: int, n_shards: int) -> str:
     """Collect shard k of K; returns its directory."""
     p = stage.stage_params(params(params_path, overrides))  # the open round's dir and seeds
-    res = stage.collect(p, shard=(k, n_shards), progress=False)
+    res = stage.collect(p, shard=(k, n_shards), progress=True)  # lines: done/total, ETA
     return str(res.out_dir)
 
 
@@ -61,7 +63,9 @@ def collect_flow(params_path: str = "params.yaml", overrides: list[str] | None =
     futures.result()  # raises if any shard failed after its retries
     manifest = merge(params_path, ov, started)
     record("collect", params_path, ov)
-    say(f"collect done: {manifest}")
+    m = json.loads(Path(manifest).read_text())  # the counts actually collected
+    say(f"collect done: {m['tasks']} tasks x {len(m['seeds'])} seeds = {m['records']} records, "
+        f"{m['records'] * m['rollouts']} rollouts in {Path(manifest).parent}")
     return manifest
 
 

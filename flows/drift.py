@@ -73,7 +73,7 @@ def drift_flow(params_path: str = "params.yaml", overrides: list[str] | None = N
         md += f"\nTrigger failed: {rec['trigger_error']}\n"
     create_markdown_artifact(key="amc-drift", markdown=md,
                              description="drift" if rec["drift"] else "no drift")
-    say(f"drift check {rec['check']}: {rec['drift']} {rec['reasons']}")
+    say(lib.line(rec))
     return rec
 
 

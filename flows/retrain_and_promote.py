@@ -1,5 +1,9 @@
 """Flow ``amc-retrain-and-promote``: the whole loop, scheduled by ``flows/deploy.py``.
 
+A run with nothing new (the train stage finds the challenger trained from the same dataset,
+params and code, and the last decision was made on it) stops after training: no version is
+registered, nothing is evaluated or promoted; one line and the ``amc-promotion`` artifact say so.
+
 collect (sharded, resumable) -> dataset -> train (registers the challenger) -> evaluate
 (challenger vs champion on the same tasks, N and seeds) -> promote (moves ``champion`` only on a
 complete evaluation that beats it by more than its standard error) -> report. Every task runs
@@ -13,6 +17,7 @@ The decision is published as a markdown and a table artifact (keys ``amc-promoti
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from prefect import flow, task
@@ -54,6 +59,24 @@ def report(params_path: str, overrides: list[str]) -> str:
     return str(p.report.summary_file)
 
 
+def nothing_new(p: Any, trained: dict[str, Any]) -> dict[str, Any] | None:
+    """The last decision, when training reused the challenger it was made on (same dataset,
+    params and code): nothing to evaluate, promote or report; says so (line and artifact)."""
+    out = p.promote.out_file
+    if not trained.get("reused") or not out.is_file():
+        return None
+    d = json.loads(out.read_text())
+    if str(d.get("challenger_version")) != str(trained["version"]):
+        return None
+    msg = (f"nothing new: dataset, params and code unchanged since {trained['model']} "
+           f"v{trained['version']}; nothing trained, registered, evaluated or promoted "
+           f"(last decision: {'promoted' if d.get('promote') else 'kept'}, {d.get('reason')})")
+    create_markdown_artifact(key="amc-promotion", markdown=f"# Nothing new\n\n{msg}\n",
+                             description="nothing new: no retraining")
+    say(msg)
+    return {**d, "nothing_new": True}
+
+
 @flow(name="amc-retrain-and-promote", log_prints=False)
 def retrain_and_promote(params_path: str = "params.yaml", overrides: list[str] | None = None
                         ) -> dict[str, Any]:
@@ -61,7 +84,9 @@ def retrain_and_promote(params_path: str = "params.yaml", overrides: list[str] |
     ov = list(overrides or [])
     params(params_path, ov)  # validate params and overrides before any stage runs
     collect_flow(params_path, ov)
-    train_flow(params_path, ov)
+    trained = train_flow(params_path, ov)
+    if (same := nothing_new(params(params_path, ov), trained)) is not None:
+        return same
     evaluate_flow(params_path, ov)
     d = promote(params_path, ov)
     record("promote", params_path, ov)

@@ -39,7 +39,7 @@ def train_flow(params_path: str = "params.yaml", overrides: list[str] | None = N
     record("dataset", params_path, ov)
     res = train_task(params_path, ov)
     record("train", params_path, ov)
-    say(f"registered {res['model']} v{res['version']} as challenger")
+    say(train.line(res))
     return res
 
 

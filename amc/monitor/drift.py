@@ -113,7 +113,9 @@ def measure(p: PipelineParams, uri: str, tasks: list[str], seeds: tuple[int, ...
                     max_concurrent_tasks=p.evaluate.max_concurrent_tasks,
                     max_concurrent_particles=p.evaluate.max_concurrent_particles,
                     out_dir=out_dir)
-    results = asyncio.run(run_methods(cfg, progress=False)).results
+    print(f"drift check {k}: {len(tasks)} tasks x {len(seeds)} seeds, {', '.join(specs)} "
+          f"(progress lines follow)", flush=True)
+    results = asyncio.run(run_methods(cfg, progress=True)).results
     pairs = prior_states(results, [prior_spec], p.drift.calibration_states, k)
     champ, bon = by_pair(results, champ_spec), by_pair(results, bon_spec)
     success = sum(champ.values()) / len(champ) if champ else None
@@ -184,16 +186,35 @@ def monitor(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
 def markdown(rec: dict[str, Any]) -> str:
     """The check as a human-readable report (Prefect/MLflow artifact)."""
     head = {None: "NO CHAMPION", True: "DRIFT", False: "no drift"}[rec["drift"]]
+    where = "rounds off" if rec.get("round") is None else f"round {rec['round']}"
     lines = [f"# Drift check {rec['check']}: {head}", "",
-             f"- model: {rec['model']} v{rec['version']}, round {rec.get('round')}",
+             f"- model: {rec['model']} v{rec['version']}, {where}",
              f"- prior: {rec['prior']['name']} {json.dumps(rec['prior']['options'])}",
              f"- seeds: {rec.get('seeds')}", ""]
     if rec["drift"] is not None:
         lines += ["| quantity | at promotion | now |", "|---|---|---|"]
         for q in QUANTITIES:
-            lines.append(f"| {q} | {rec['baseline'].get(q)} | {rec['now'].get(q)} |")
+            lines.append(f"| {q} | {fmt(rec['baseline'].get(q))} | {fmt(rec['now'].get(q))} |")
     lines += ["", *(f"- {r}" for r in rec["reasons"])]
     return "\n".join(lines) + "\n"
+
+
+def fmt(v: Any) -> str:
+    """A number for people: 4 significant digits (``n/a`` when not measured)."""
+    if v is None:
+        return "n/a"
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def line(rec: dict[str, Any]) -> str:
+    """The check in one line: the verdict, why, and the quantities now vs at promotion."""
+    head = {None: "no champion", True: "DRIFT", False: "no drift"}[rec["drift"]]
+    now, base = rec.get("now") or {}, rec.get("baseline") or {}
+    qs = "; ".join(f"{q} {fmt(now.get(q))} (promotion {fmt(base.get(q))})"
+                   for q in QUANTITIES if q in now)
+    why = "; ".join(rec["reasons"])
+    return f"drift check {rec['check']}: {head}" + (f": {qs}" if qs else "") + (
+        f" -- {why}" if why else "")
 
 
 def _log_run(p: PipelineParams, rec: dict[str, Any]) -> None:

@@ -111,9 +111,9 @@ def collect(p: PipelineParams, *, shard: tuple[int, int] | None = None,
             raise ValueError(f"shard {k} of {n_shards}: need 0 <= k < K")
         have = collected(p)  # a shard never collects again what the canonical files hold
         ids = [t for t in all_tasks(p)[k::n_shards] if t not in have]
+        if not ids:  # before the config: a RunConfig refuses an empty task list
+            return CollectResult(shard_dir(p, k, n_shards), [], 0, 0, True)
         cfg = run_config(p, shard_dir(p, k, n_shards), ids)
-        if not ids:
-            return CollectResult(cfg.out_dir, [], 0, 0, True)
     drop_stale(cfg)
     asyncio.run(run_methods(cfg, progress=progress))
     if shard is not None:
@@ -237,5 +237,12 @@ def finish(p: PipelineParams, started: float | None = None) -> CollectResult:
     return res
 
 
+def line(p: PipelineParams, res: CollectResult) -> str:
+    """The stage's one-line result: the counts actually collected (records x G rollouts)."""
+    return (f"collect: {res.tasks} tasks x {len(stage_params(p).collect.seeds)} seeds = "
+            f"{res.records} records, {res.records * p.collect.rollouts} rollouts in "
+            f"{res.out_dir}{'' if res.complete else ' (incomplete)'}")
+
+
 if __name__ == "__main__":  # the DVC stage's cmd: progress on stderr (lines when it is a log)
-    stage_main(lambda p: run(p, progress=True))
+    stage_main(lambda p: print(line(p, run(p, progress=True)), flush=True))

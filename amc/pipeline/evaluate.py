@@ -328,5 +328,11 @@ def run(p: PipelineParams, *, progress: bool = False) -> dict[str, Any]:
     return ev
 
 
+def line(ev: dict[str, Any]) -> str:
+    """The stage's one-line result: success per method."""
+    return "evaluate: " + ", ".join(f"{s} {m['success']:.2f}"
+                                    for s, m in ev["methods"].items()) + " (success)"
+
+
 if __name__ == "__main__":  # the DVC stage's cmd: progress on stderr (lines when it is a log)
-    stage_main(lambda p: run(p, progress=True))
+    stage_main(lambda p: print(line(run(p, progress=True)), flush=True))

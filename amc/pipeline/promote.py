@@ -376,5 +376,12 @@ def _log_run(p: PipelineParams, d: dict[str, Any], round_: int | None = None) ->
         mlflow.log_text(markdown(d), "promotion.md")
 
 
+def line(d: dict[str, Any]) -> str:
+    """The stage's one-line result on the console: the decision and why."""
+    verdict = (f"PROMOTED v{d['challenger_version']} to champion"
+               if d["promote"] else f"kept champion v{d.get('champion_after')}")
+    return f"promote: {verdict}: {d['reason']}"
+
+
 if __name__ == "__main__":  # the DVC stage's cmd
-    stage_main(run)
+    stage_main(lambda p: print(line(run(p)), flush=True))

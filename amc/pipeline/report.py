@@ -279,5 +279,12 @@ def run(p: PipelineParams, *, calibrate: bool = True) -> dict[str, Any]:
     return s
 
 
+def line(p: PipelineParams) -> str:
+    """The stage's one-line result on the console: where the plots and the summary are."""
+    pngs = sorted(f.name for f in p.report.plots_dir.glob("*.png"))
+    return (f"report: {len(pngs)} plots in {p.report.plots_dir}/ ({', '.join(pngs)}); summary "
+            f"{p.report.summary_file}; `dvc plots show` renders them offline")
+
+
 if __name__ == "__main__":  # the DVC stage's cmd
-    stage_main(run)
+    stage_main(lambda p: (run(p), print(line(p), flush=True)))

@@ -26,8 +26,9 @@ from amc.pipeline.dvc import dvc_commit
 from amc.pipeline.params import OVERRIDES_ROOT, PARAMS_FILE, PipelineParams
 
 STAGES: Mapping[str, Callable[[PipelineParams], Any]] = {
-    "collect": collect.run, "dataset": dataset.run, "train": train.run,
-    "evaluate": evaluate.run, "promote": promote.run, "report": report.run,
+    "collect": lambda p: collect.run(p, progress=True), "dataset": dataset.run,
+    "train": train.run, "evaluate": lambda p: evaluate.run(p, progress=True),
+    "promote": promote.run, "report": report.run,
 }
 """Stage name -> its ``run``, in pipeline order."""
 
@@ -64,7 +65,8 @@ def describe(stage: str, out: Any, step: Mapping[str, Any] | None, p: PipelinePa
     step = step or {}
     res = out if isinstance(out, Mapping) else {}
     if stage == "collect" and step:
-        return f"{step.get('tasks')} tasks, {step.get('records')} rollouts in {step.get('dir')}"
+        return (f"{step.get('tasks')} tasks, seeds {step.get('seeds')}: {step.get('records')} "
+                f"records, {step.get('rollouts')} rollouts in {step.get('dir')}")
     if stage == "dataset" and step:
         rows = step.get("rows") or {}
         split_rows = ", ".join(f"{k} {v}" for k, v in rows.items())

@@ -19,7 +19,10 @@ stage): a model registered for one benchmark is never trained on another's data.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 from amc.pipeline import rounds
@@ -105,19 +108,75 @@ def reuse(p: PipelineParams, src: dict[str, Any]) -> dict[str, Any] | None:
     return dict(done["result"])
 
 
+FINGERPRINT_TAG = "amc.train_fingerprint"
+"""Model-version tag: what the version was trained from (:func:`fingerprint`)."""
+
+
+def code_digest(root: Path | None = None) -> str:
+    """sha256 over every ``.py`` file of the ``amc`` package (path and bytes, sorted)."""
+    root = root or Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        if "__pycache__" not in f.parts:
+            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def fingerprint(p: PipelineParams, src: dict[str, Any]) -> str:
+    """What a training run depends on: the dataset's content, the env, the ``train`` params
+    and the code. Equal fingerprints mean a retraining would repeat the same work."""
+    t = p.train.model_dump(mode="json", exclude={"out_dir", "metrics_file"})
+    key = {"dataset": src.get("content_hash"), "env": p.env.name, "model": model_name(p),
+           "train": t, "code": code_digest()}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def unchanged(p: PipelineParams, fp: str) -> dict[str, Any] | None:
+    """The current challenger's result when it was trained from this very fingerprint and its
+    outputs are still here (``train.out_dir``, the metrics file); None otherwise."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    detail = p.train.out_dir / DETAIL
+    if not detail.is_file() or not p.train.metrics_file.is_file():
+        return None
+    name = model_name(p)
+    client = mlflow.MlflowClient(tracking_uri=p.mlflow_uri)
+    try:  # no such model or alias yet: train
+        mv = client.get_model_version_by_alias(name, CHALLENGER)
+    except MlflowException:
+        return None
+    version, tags = str(mv.version), mv.tags or {}
+    have = json.loads(detail.read_text())
+    if tags.get(FINGERPRINT_TAG) != fp or str(have.get("version")) != str(version):
+        return None
+    return {"model": name, "version": str(version), "run_id": None, "reused": True,
+            **{k: v for k, v in have.items() if k != "version"}}
+
+
 def run(p: PipelineParams) -> dict[str, Any]:
-    """The stage: train, register the challenger, write the metrics file; returns them."""
+    """The stage: train, register the challenger, write the metrics file; returns them.
+
+    Nothing new (the challenger was trained from the same dataset, params and code, and its
+    outputs are in place): nothing is trained or registered, the result says ``reused``.
+    """
     from amc.value.train import train
 
     src = check_source(p)
     cfg = config(p)
     if (done := reuse(p, src)) is not None:
         return done
+    fp = fingerprint(p, src)
+    if (same := unchanged(p, fp)) is not None:
+        return same
     res = train(p.dataset.out_dir, cfg, p.train.out_dir)
     if res.model_uri is None or res.run_id is None:
         raise RuntimeError("training logged no model (tracking disabled?)")
     digest = dvc_hash(p.dataset.out_dir) or src["content_hash"]
     version = register(p, res.model_uri, src, digest)
+    import mlflow
+
+    mlflow.MlflowClient().set_model_version_tag(model_name(p), version, FINGERPRINT_TAG, fp)
     label(p, res.run_id, src, digest)
     metrics = {k: float(v) for k, v in res.best.items() if math.isfinite(float(v))}
     write_json_atomic(p.train.out_dir / DETAIL, {"version": int(version), **metrics})
@@ -146,5 +205,16 @@ def label(p: PipelineParams, run_id: str, src: dict[str, Any], digest: str) -> N
     log_dataset_input(run_id, p.dataset.out_dir, digest, context="training", round_=r)
 
 
+def line(out: dict[str, Any]) -> str:
+    """The stage's one-line result on the console: the version and its validation figures."""
+    figs = ", ".join(f"{k} {out[f'best_val_{k}']:.3f}" for k in ("auc", "mae", "pearson")
+                     if isinstance(out.get(f"best_val_{k}"), float))
+    if out.get("reused"):
+        return (f"train: nothing new (dataset, params and code unchanged): {out['model']} "
+                f"v{out['version']} stays challenger, nothing trained or registered")
+    return (f"train: registered {out['model']} v{out['version']} as challenger; validation "
+            f"{figs or 'figures not computed'}")
+
+
 if __name__ == "__main__":  # the DVC stage's cmd
-    stage_main(run)
+    stage_main(lambda p: print(line(run(p)), flush=True))
