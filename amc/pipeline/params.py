@@ -223,7 +223,8 @@ class RoundsParams(Frozen):
     window: int | None = Field(None, ge=1)
     """Train on the last ``window`` rounds (None = every round so far)."""
     seed_stride: int = Field(1000, ge=1)
-    """Round r collects with seeds ``r * seed_stride + s`` for s in collect.seeds (< stride)."""
+    """Seed block size: a round collects ``base + s`` for s in collect.seeds (< stride), base the
+    first multiple of the stride past every seed used before (amc.pipeline.rounds)."""
     ledger_dir: Path = Path("data/rounds")
     """One ``round-<r>.json`` per round: seeds, prior identity, each step's result, status."""
     restore_tol: float = Field(1e-6, ge=0.0)

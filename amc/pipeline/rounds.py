@@ -4,10 +4,12 @@ Without rounds, a scheduled retraining re-runs collect with the same ``collect.s
 resumes, finds every task done, and the loop retrains on the same data forever. With
 ``rounds.enabled`` each retraining is round ``r = 0, 1, 2, ...``:
 
-- **Fresh seeds.** Round r collects with the seed block ``r * rounds.seed_stride + s`` for each
-  ``s`` in ``collect.seeds`` (every ``s`` must be below the stride, so blocks are disjoint).
-  Opening a round asserts that none of its seeds was used by an earlier round (the ledger
-  records each round's seeds), so rollouts are never reused, even if the stride is changed.
+- **Fresh seeds.** A round collects with the seed block ``base + s`` for each ``s`` in
+  ``collect.seeds`` (every ``s`` must be below ``rounds.seed_stride``), where ``base`` is the
+  first multiple of the stride past every seed already used (:func:`used_seeds`: earlier rounds'
+  ledgers, the plain collect's ``collect.seeds`` and its files in ``collect.out_dir``): round 0
+  after a plain collect with seeds ``[0]`` gets ``[1000]``, never re-running seed 0. The ledger
+  records the block (``seed_base``); opening a round asserts none of its seeds was used.
 - **Append-only store.** Round r's rollouts go to ``<collect.out_dir>/round-<r:04d>/`` (the
   usual ``bon@G__seed<k>.jsonl`` files and ``manifest.json``); nothing else is written there,
   and a closed round is never written again (:func:`record_step` refuses). The whole
@@ -63,14 +65,31 @@ def ledger_path(p: PipelineParams, r: int) -> Path:
     return p.rounds.ledger_dir / f"round-{r:04d}.json"
 
 
-def round_seeds(p: PipelineParams, r: int) -> tuple[int, ...]:
-    """Round r's seed block: ``r * seed_stride + s`` for every s in ``collect.seeds``."""
+def round_seeds(p: PipelineParams, base: int) -> tuple[int, ...]:
+    """A round's seed block: ``base + s`` for every s in ``collect.seeds``."""
     stride = p.rounds.seed_stride
     bad = [s for s in p.collect.seeds if not 0 <= s < stride]
     if bad:
         raise ValueError(f"collect.seeds {bad} must lie in [0, rounds.seed_stride={stride}) so "
                          "that rounds get disjoint seed blocks")
-    return tuple(r * stride + s for s in p.collect.seeds)
+    return tuple(base + s for s in p.collect.seeds)
+
+
+def used_seeds(p: PipelineParams) -> set[int]:
+    """Every seed a collection already used or will use: the rounds' ledgers, the plain
+    collect's ``collect.seeds`` and the seeds of its results files in ``collect.out_dir``."""
+    used = {int(s) for rec in list_rounds(p) for s in rec["seeds"]} | set(p.collect.seeds)
+    for f in p.collect.out_dir.glob("*__seed*.jsonl"):
+        tail = f.stem.rsplit("__seed", 1)[-1]
+        if tail.isdigit():
+            used.add(int(tail))
+    return used
+
+
+def next_base(p: PipelineParams) -> int:
+    """The first multiple of ``rounds.seed_stride`` past every used seed."""
+    stride = p.rounds.seed_stride
+    return (max(used_seeds(p), default=-1) // stride + 1) * stride
 
 
 def list_rounds(p: PipelineParams) -> list[dict[str, Any]]:
@@ -125,7 +144,8 @@ def open_round(p: PipelineParams) -> dict[str, Any]:
         return rec
     recs = list_rounds(p)
     r = int(recs[-1]["round"]) + 1 if recs else 0
-    seeds = round_seeds(p, r)
+    base = next_base(p)
+    seeds = round_seeds(p, base)
     used = {int(s) for old in recs for s in old["seeds"]}
     reused = sorted(used & set(seeds))
     if reused:
@@ -134,7 +154,7 @@ def open_round(p: PipelineParams) -> dict[str, Any]:
     if round_dir(p, r).exists() and any(round_dir(p, r).iterdir()):
         raise RuntimeError(f"{round_dir(p, r)} already holds files but round {r} has no "
                            "ledger record: refusing to mix rollouts")
-    rec = {"round": r, "status": "open", "seeds": list(seeds), "prior": ident,
+    rec = {"round": r, "status": "open", "seeds": list(seeds), "seed_base": base, "prior": ident,
            "opened_at": _now(), "closed_at": None, "steps": {}}
     write_json_atomic(ledger_path(p, r), rec)
     return rec
@@ -180,9 +200,10 @@ def finish_round(p: PipelineParams, d: dict[str, Any]) -> dict[str, Any] | None:
 def round_params(p: PipelineParams, rec: dict[str, Any]) -> PipelineParams:
     """``p`` with collect writing round ``rec``'s directory with its seed block."""
     r = int(rec["round"])
-    if tuple(rec["seeds"]) != round_seeds(p, r):
+    base = int(rec.get("seed_base", r * p.rounds.seed_stride))
+    if tuple(rec["seeds"]) != round_seeds(p, base):
         raise ValueError(f"round {r} was opened with seeds {rec['seeds']}, params now give "
-                         f"{list(round_seeds(p, r))}: collect.seeds or rounds.seed_stride "
+                         f"{list(round_seeds(p, base))}: collect.seeds or rounds.seed_stride "
                          "changed mid-round")
     c = p.collect.model_copy(update={"out_dir": round_dir(p, r), "seeds": tuple(rec["seeds"])})
     return p.model_copy(update={"collect": c})
