@@ -78,11 +78,14 @@ def run(p: PipelineParams) -> dict[str, Any]:
     manifest, files = collected_files(p)
     opts = options(p)  # before writing: a bad section must not leave a half-written dataset
     out = p.dataset.out_dir
+    before = json.loads((out / SOURCE).read_text()) if (out / SOURCE).is_file() else {}
     card = build_dataset(read_trajectories([str(f) for f in files]), out, opts)
     source = {"env": manifest["env"], "prior": manifest["prior"], "split": manifest["split"],
               "records": manifest["records"], "content_hash": card["content_hash"],
               "round": manifest.get("round"), "rounds": manifest.get("rounds")}
     (out / SOURCE).write_text(json.dumps(source, indent=2) + "\n")
+    if before == source:  # the same rows from the same rollouts: no new dataset version
+        return {**card, "unchanged": True}
     r = source["round"]
     with stage_run("dataset", params={"env": {"name": p.env.name},
                                       "dataset": p.dataset.model_dump(mode="json"),
@@ -101,5 +104,12 @@ def run(p: PipelineParams) -> dict[str, Any]:
     return card
 
 
+def line(card: dict[str, Any]) -> str:
+    """The stage's one-line result on the console."""
+    rows = ", ".join(f"{k} {s['rows']}" for k, s in card["splits"].items())
+    what = "unchanged, no new version" if card.get("unchanged") else "new version"
+    return f"dataset {card['content_hash'][:8]} ({what}): rows {rows}"
+
+
 if __name__ == "__main__":  # the DVC stage's cmd
-    stage_main(run)
+    stage_main(lambda p: print(line(run(p)), flush=True))
