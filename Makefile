@@ -18,8 +18,9 @@ run: setup  ## the main job: `dvc repro` of the whole pipeline with the default 
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/dvc metrics show
 
 demo: setup  ## seconds: ReAct, Best-of-N and SMC with the exact value on the synthetic MDP
-	$(PY) -m amc run --env synthetic --value exact -n 16 --steps 3 --beta 0.5 \
-		--resample-steps 1,2 --max-tasks 20 --out runs/demo
+	COLUMNS=100 $(PY) -m amc run --env synthetic --value exact -n 16 --steps 3 --beta 0.5 \
+		--resample-steps 1,2 --max-tasks 20 --out runs/demo --quiet \
+		-S smc.success_threshold=0.8 -S selection_value=exact
 
 test: setup lint  ## the full test suite (slow tests included)
 	$(PY) -m pytest -q

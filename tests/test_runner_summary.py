@@ -71,3 +71,20 @@ def test_a_value_models_store_does_not_enter_the_results_hash_but_its_version_do
     assert run_hash(model="models:/m/3", tracking_uri="sqlite:///own/mlflow.db") == kept
     assert run_hash(model="models:/m/4", tracking_uri="sqlite:///own/mlflow.db") != kept
     assert run_hash(model="models:/m/3", batch_size=8) != kept  # only the store is left out
+
+
+def test_a_narrow_table_hides_empty_columns_then_diagnostics_and_says_so():
+    rs = {"bon@4#0": [_res("a", 0, 1.0), _res("b", 0, 0.0)]}
+    row = summarise(rs)[0]
+    full = format_table([row])
+    assert full == format_table([row], width=len(full.splitlines()[0]))  # fits: unchanged
+    narrow = format_table([row], width=100).splitlines()
+    assert all(len(line) <= 100 for line in narrow), narrow
+    # zero in every row says nothing (failed, tokens, cost), then the first diagnostic
+    assert narrow[-1] == ("(hidden at 100 columns: failed, tokens/task, $/task, weighted mean; "
+                          "all in summary.json)")
+    assert narrow[0].split() == ["method", "tasks", "oracle", "best", "deployable", "max",
+                                 "weight", "(uses", "R)", "success", "success", "deployable"]
+    assert "max weight" not in format_table([row], width=80).splitlines()[0]
+    failing = {**row, "failed": 2}
+    assert "failed" in format_table([failing], width=100).splitlines()[0]  # never hidden then

@@ -12,6 +12,7 @@ a missing API key, a value the prior cannot serve; nothing is written then eithe
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,7 @@ def run_cmd(
     except ComponentError as err:  # refused while building: nothing was written
         raise FlagError(component_flag(err.component, given), err) from None
     rows = write_summary(cfg, outcome, time.perf_counter() - started)
-    typer.echo(format_table(rows))
+    typer.echo(format_table(rows, width=shutil.get_terminal_size((200, 24)).columns))
     typer.echo(f"\nresults: {Path(cfg.out_dir or '.')}")
     if failure is not None:
         typer.echo(f"error: {failure}", err=True)

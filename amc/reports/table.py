@@ -16,13 +16,37 @@ def plus_minus(mean: float | None, se: float | None) -> str:
     return f"{mean:.3f}" if se is None or math.isnan(se) else f"{mean:.3f} ± {se:.3f}"
 
 
-def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """A plain-text table of :func:`summarise` rows."""
+SPARE = ("weighted mean", "max weight (uses R)")
+"""Diagnostic columns a narrow table leaves out first (they stay in ``summary.json``)."""
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], width: int | None = None) -> str:
+    """A plain-text table of :func:`summarise` rows.
+
+    With ``width`` (e.g. the terminal's), a wider table leaves out, in this order, columns
+    that say nothing (``n/a`` or zero in every row), then the :data:`SPARE` diagnostics, until
+    it fits; a last line names what it left out.
+    """
     head = ["method", "tasks", "failed", *LABELS, "tokens/task", "$/task"]
     body = [[r["method"], str(r["tasks"]), str(r.get("failed", 0)),
              *(plus_minus(r.get(k), r.get(k + "_se")) for k in METRICS),
              f"{r['tokens_per_task']:.0f}", f"{r['cost_per_task']:.4f}"] for r in rows]
-    widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
+    cols = [list(c) for c in zip(head, *body, strict=True)]
+    hidden: list[str] = []
+    empty = [c[0] for c in cols if body and all(x in ("n/a", "0", "0.0000") for x in c[1:])]
+    for name in (*empty, *SPARE):
+        if width is None or _width(cols) <= width:
+            break
+        cols = [c for c in cols if c[0] != name]
+        hidden.append(name)
+    widths = [max(len(x) for x in col) for col in cols]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*head), fmt.format(*("-" * w for w in widths)),
-                      *(fmt.format(*b) for b in body)])
+    lines = [fmt.format(*(c[i] for c in cols)) for i in range(len(rows) + 1)]
+    lines.insert(1, fmt.format(*("-" * w for w in widths)))
+    if hidden:
+        lines.append(f"(hidden at {width} columns: {', '.join(hidden)}; all in summary.json)")
+    return "\n".join(lines)
+
+
+def _width(cols: Sequence[Sequence[str]]) -> int:
+    return sum(max(len(x) for x in c) for c in cols) + 2 * (len(cols) - 1)
