@@ -12,7 +12,8 @@ and at the fitted T (:mod:`amc.value.sibling_metrics`).
 
 ``python -m studies.value_options.measure [--cost]`` writes ``results.json`` and
 ``results.md`` beside this file; ``--cost`` adds the fine-tuning cost (:mod:`.cost`),
-``--cost-only`` measures only that into the existing ``results.json``.
+``--cost-only`` measures only that into the existing ``results.json``; ``--render`` only
+re-renders ``results.md`` from it.
 """
 
 from __future__ import annotations
@@ -170,6 +171,9 @@ def provenance() -> dict[str, Any]:
     return {"commit": git("rev-parse", "--short", "HEAD"),
             "render_py_blob": git("hash-object", "amc/value/render.py"),
             "render_py_committed": git("rev-parse", "HEAD:amc/value/render.py"),
+            "textcraft_summary_blob": git("hash-object", "amc/envs/textcraft/summary.py"),
+            "textcraft_summary_committed": git("rev-parse", "--verify", "-q",
+                                               "HEAD:amc/envs/textcraft/summary.py"),
             "load_average_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
 
 
@@ -177,12 +181,18 @@ def main(argv: list[str] | None = None) -> int:
     from studies.value_options.report import markdown
 
     ap = argparse.ArgumentParser(prog="python -m studies.value_options.measure")
-    ap.add_argument("--variants", nargs="+", default=["old", "goal-kept"])
+    ap.add_argument("--variants", nargs="+", default=["old", "goal-kept", "goal+summary"])
     ap.add_argument("--cost", action="store_true", help="also measure fine-tuning states/s")
     ap.add_argument("--cost-only", action="store_true",
                     help="only (re)measure the fine-tuning cost into the existing results.json")
+    ap.add_argument("--render", action="store_true",
+                    help="only re-render results.md from the existing results.json")
     ap.add_argument("--cache", type=Path, default=states.ROOT / ".cache/value-embeddings")
     a = ap.parse_args(argv)
+    if a.render:
+        (HERE / "results.md").write_text(markdown(json.loads((HERE / "results.json")
+                                                             .read_text())))
+        return 0
     _, tok = states.encoder()
     doc: dict[str, Any]
     if a.cost_only:

@@ -47,14 +47,51 @@ def variant_table(name: str, v: dict[str, Any], beta: float, steps: list[int]) -
     seeds = ", ".join(v["options"]["regression"]["seeds"])
     lines += ["", f"Within AUC of each training seed ({seeds}; the table is seed 0):",
               "", "| objective | " + " | ".join(
-                  f"step {t}" for t in steps) + " |", "|---|" + "---|" * len(steps)]
+                  f"step {t} (mean)" for t in steps) + " |", "|---|" + "---|" * len(steps)]
     for k, r in v["options"].items():
         cells = [", ".join(f"{sd[f'step{t}']:.3f}" for sd in r["seeds"].values())
-                 for t in steps]
+                 + f" ({_seed_mean(r, t):.3f})" for t in steps]
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     lines += ["", f"Held-out mixed pairs: {b['pairs']:.0f} at step {steps[0]} over "
               f"{b['tasks']:.0f} tasks, {v['bootstrap'][s4]['regression']['pairs']:.0f} at step "
               f"{steps[1]} over {v['bootstrap'][s4]['regression']['tasks']:.0f} tasks."]
+    return lines
+
+
+def _seed_mean(r: dict[str, Any], t: int) -> float:
+    return sum(sd[f"step{t}"] for sd in r["seeds"].values()) / len(r["seeds"])
+
+
+def reading(doc: dict[str, Any], goal: float = 0.62) -> list[str]:
+    """Generated sentences: the best within AUC per step, the goal, the separable differences."""
+    steps = doc["steps"]
+    lines = ["### Reading (generated)", ""]
+    for t in steps:
+        cells = [(b["auc"], v, k) for v, var in doc["variants"].items()
+                 for k, b in var["bootstrap"][f"step{t}"].items()]
+        auc, v, k = max(cells)
+        means = [(_seed_mean(r, t), v2, k2) for v2, var in doc["variants"].items()
+                 for k2, r in var["options"].items()]
+        m, mv, mk = max(means)
+        verdict = "" if t != steps[0] else (
+            f"; issue 50's goal of {goal:.2f} at the first resampling step is "
+            f"{'reached' if m >= goal else 'not reached'} by that mean")
+        lines.append(f"- Step {t}: the best seed-0 within AUC is {auc:.3f} ({k}, rendering "
+                     f"`{v}`), the best mean over the {len(doc['seeds'])} seeds {m:.3f} ({mk}, "
+                     f"`{mv}`){verdict}. Both maxima are picked on this held-out set itself "
+                     "(optimistic): a choice needs a declared protocol.")
+        sep = [f"{k} on `{v}` ({b['diff']:+.3f} [{b['diff_lo']:+.3f}, {b['diff_hi']:+.3f}])"
+               for v, var in doc["variants"].items()
+               for k, b in var["bootstrap"][f"step{t}"].items()
+               if k != "regression" and (b["diff_lo"] > 0 or b["diff_hi"] < 0)]
+        lines.append(f"- Step {t}: paired differences to regression whose 95% interval excludes "
+                     f"0 (seed 0): {'; '.join(sep) if sep else 'none'}.")
+    over = [(v, k) for v, var in doc["variants"].items() for k, r in var["options"].items()
+            if r["held_out"][f"log_loss_fitted_step{steps[0]}"]
+            >= r["held_out"][f"log_loss_uniform_step{steps[0]}"]]
+    n = sum(len(var["options"]) for var in doc["variants"].values())
+    lines.append(f"- At step {steps[0]}, {len(over)} of {n} heads have a held-out within-group "
+                 "log-loss at their fitted T no better than uniform resampling's.")
     return lines
 
 
@@ -88,7 +125,10 @@ def markdown(doc: dict[str, Any]) -> str:
              f"task-cluster bootstrap, {doc['bootstrap_draws']} draws; 'vs regression' is paired "
              "on the same draws.", "",
              f"Commit {p['commit']}; renderer blob {p['render_py_blob'][:10]} (committed: "
-             f"{p['render_py_committed'][:10]}); 1-min load {p['load_average_1m']:.1f} on "
+             f"{p['render_py_committed'][:10]}); TextCraft summary blob "
+             f"{(p.get('textcraft_summary_blob') or '-')[:10]} (committed: "
+             f"{(p.get('textcraft_summary_committed') or 'none')[:10]}); "
+             f"1-min load {p['load_average_1m']:.1f} on "
              f"{p['cpus']} CPUs.", ""]
     for name, v in doc["variants"].items():
         lines += [*variant_table(name, v, doc["beta"], steps), ""]
@@ -99,5 +139,5 @@ def markdown(doc: dict[str, Any]) -> str:
     for r in doc["rounds_full_finetune"]:
         lines.append(f"| {r['round']} | {_f(r['auc_within_step2'])} | "
                      f"{_f(r['auc_within_step4'])} |")
-    lines += ["", *cost_lines(doc.get("cost"))]
+    lines += ["", *reading(doc), "", *cost_lines(doc.get("cost"))]
     return "\n".join(lines) + "\n"

@@ -12,7 +12,9 @@
 Each state carries its (task, step) group, (task, seed, step) run group, target (reward still
 to come), reward so far and success. Rendering is the value renderer's; two variants:
 ``old`` (no token budget: the model's left truncation at 128 tokens may cut the goal, as the
-rounds trained) and ``goal-kept`` (fitted to the model's input: the oldest history goes first).
+rounds trained), ``goal-kept`` (fitted to the model's input: the oldest history goes first) and
+``goal+summary`` (goal-kept plus the benchmark's observed-state summary line in NOW, where the
+renderer has one: issue 49's ``show_summary``).
 Features: the frozen MiniLM-L6's pooled vectors through the project's on-disk cache.
 """
 
@@ -102,18 +104,21 @@ def _select(s: Split, tasks: set[str]) -> Split:
 
 
 def build(variant: str, tokenizer: Any) -> dict[str, Split]:
-    """train / validation / held-out states rendered by ``variant`` (``old``, ``goal-kept``)."""
+    """train / validation / held-out states rendered by ``variant`` (``old``, ``goal-kept``,
+    ``goal+summary``)."""
     from amc.value.data import DatasetOptions, split_tasks
     from amc.value.render import Renderer, RenderOptions
 
-    opts = {"env": "textcraft", "history_k": 20}
+    opts: dict[str, Any] = {"env": "textcraft", "history_k": 20}
     if "show_summary" in RenderOptions.model_fields:
-        opts["show_summary"] = False  # the observed-state summary is another option
-    if variant == "goal-kept":
+        opts["show_summary"] = variant == "goal+summary"
+    elif variant == "goal+summary":
+        raise ValueError("this renderer has no observed-state summary (show_summary)")
+    if variant in ("goal-kept", "goal+summary"):
         opts["max_tokens"] = MAX_LENGTH - 2  # MiniLM adds [CLS] and [SEP]
     elif variant != "old":
         raise ValueError(f"unknown rendering variant {variant!r}")
-    render = Renderer(RenderOptions(**opts), tokenizer if variant == "goal-kept" else None)
+    render = Renderer(RenderOptions(**opts), None if variant == "old" else tokenizer)
     rounds = [r for d in sorted(ROUNDS.glob("round-*")) for r in load_results(d, "bon@15")]
     everything = _states(rounds, render, with_last=True)
     split = split_tasks([g[0] for g in everything.groups], DatasetOptions(seed=0))
