@@ -56,12 +56,17 @@ H = History("bench", OBS, valid_actions=MENU)
 DELAY_S = 0.2
 
 
+SERVERS = {"lean": "benchmarks.lean_server", "fastapi": "amc.priors.loopback"}
+"""The toy model's servers: aiohttp's (lean, the default) or the tests' FastAPI one."""
+
+
 @contextlib.contextmanager
-def loopback_process(delay_s: float) -> Iterator[tuple[str, int]]:
+def loopback_process(delay_s: float, server: str = "lean") -> Iterator[tuple[str, int]]:
     """The toy server in its own process (a remote API does not share our CPU)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "amc.priors.loopback", "--port", str(port),
-                             "--delay-s", str(delay_s)], start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-m", SERVERS[server], "--port", str(port),
+                             "--delay-s", str(delay_s)], start_new_session=True,
+                            cwd=Path(__file__).resolve().parent.parent)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 60
@@ -78,20 +83,22 @@ def loopback_process(delay_s: float) -> Iterator[tuple[str, int]]:
         proc.wait(timeout=10)
 
 
-async def concurrency(reps: int, profile_steps: int) -> tuple[list[list[object]], dict]:
+async def concurrency(reps: int, profile_steps: int,
+                      server: str) -> tuple[list[list[object]], dict]:
     """The API client, old and new side by side (:mod:`benchmarks.prior_client`)."""
-    with loopback_process(DELAY_S) as (url, pid):
+    with loopback_process(DELAY_S, server) as (url, pid):
         rows = await prior_client.side_by_side(url, H, reps, pid)
         prof = await prior_client.profile(url, H, 64, profile_steps)
     return rows, prof
 
 
 def client_section(rows: list[list[object]], prof: dict, reps: int, steps: int,
-                   load_before: str) -> str:
+                   load_before: str, server: str) -> str:
     """The ``priors-client`` section of docs/benchmarks.md."""
     return "\n".join([
         f"Script: `benchmarks/bench_priors.py` (`benchmarks/prior_client.py`). A loopback "
-        f"OpenAI-compatible server in its own process answers every call after "
+        f"OpenAI-compatible server (`{SERVERS[server]}`) in its own process answers every "
+        f"call after "
         f"{DELAY_S * 1000:.0f} ms. One step = `tasks` x N concurrent `OpenAIPrior.propose` "
         f"calls through one prior (median of {reps} steps per row); `new` is the current "
         f"client (one aiohttp keep-alive pool), `old` the client before issue 55 (the OpenAI "
@@ -280,6 +287,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--profile-steps", type=int, default=15)
+    ap.add_argument("--server", choices=sorted(SERVERS), default="lean",
+                    help="the toy model's HTTP server for the client benchmark")
     ap.add_argument("--ns", default="1,4,8,15", help="particle counts N, comma-separated")
     ap.add_argument("--steps", type=int, default=4, help="SMC-like steps per N")
     ap.add_argument("--servers", default="cpp,python", help="llama.cpp servers to compare")
@@ -288,8 +297,8 @@ def main() -> None:
     ap.add_argument("--skip-embedded", action="store_true")
     args = ap.parse_args()
     load_before = prior_client.load()
-    rows, prof = asyncio.run(concurrency(args.reps, args.profile_steps))
-    client = client_section(rows, prof, args.reps, args.profile_steps, load_before)
+    rows, prof = asyncio.run(concurrency(args.reps, args.profile_steps, args.server))
+    client = client_section(rows, prof, args.reps, args.profile_steps, load_before, args.server)
     print(client)
     write_section("priors-client", "Priors: the API client, N concurrent calls (old and new)",
                   client)

@@ -102,9 +102,13 @@ async def step(p: OpenAIPrior, hs: list[History], key: list[int],
                server: int | None = None) -> tuple[float, float, float]:
     """(wall s, this process's CPU s, the server's CPU s) of one step: all propose at once."""
     s0, c0, t0 = cpu_of(server), time.process_time(), time.perf_counter()
-    await asyncio.gather(*(p.propose(h, np.random.default_rng([*key, i]))
-                           for i, h in enumerate(hs)))
-    return time.perf_counter() - t0, time.process_time() - c0, cpu_of(server) - s0
+    turns = await asyncio.gather(*(p.propose(h, np.random.default_rng([*key, i]))
+                                   for i, h in enumerate(hs)))
+    wall, cpu, scpu = time.perf_counter() - t0, time.process_time() - c0, cpu_of(server) - s0
+    failed = [t.error for t in turns if t.error]
+    if failed:  # a benchmark of failed calls measures nothing
+        raise RuntimeError(f"{len(failed)} of {len(turns)} calls failed: {failed[0]}")
+    return wall, cpu, scpu
 
 
 def make(kind: str, url: str, cache_path: str | None = None) -> OpenAIPrior:
