@@ -103,6 +103,27 @@ async def test_retrain_and_promote_flow(project: tuple[Project, str]) -> None:
     assert content == json.loads(Path("data/dataset/source.json").read_text())["content_hash"]
     assert "up to date" in pr.run("dvc", "status").lower()
 
+    # The weekly retraining with nothing new (issue 54): data, params and code unchanged since
+    # v1, so it trains nothing, registers nothing, evaluates nothing and says so.
+    import mlflow
+
+    def runs() -> dict[str, int]:
+        return {e: len(mlflow.search_runs(experiment_names=[e], output_format="list"))
+                for e in ("amc-value", "amc-dataset", "amc-evaluate", "amc-promote")}
+
+    counted, decision = runs(), Path("data/promotion/decision.json").read_bytes()
+    again = await asyncio.to_thread(retrain_and_promote, "params.yaml", None)
+    assert again["nothing_new"] and again["challenger_version"] == "1"
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    assert [str(v.version) for v in client.search_model_versions(f"name = '{MODEL}'")] == ["1"]
+    assert runs() == counted  # no repeated training, dataset, evaluation or gate run
+    assert Path("data/promotion/decision.json").read_bytes() == decision
+    async with get_client() as client_:
+        arts = await client_.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["amc-promotion"])))
+    assert any(a.data.startswith("# Nothing new") and "nothing trained, registered" in a.data
+               for a in arts)
+
     # An overridden run (issue 16, item 13): every stage gets the overrides, writes under its
     # own folder and registers its own model; params.yaml's outputs, lineage and model stay.
     ov = ["collect.rollouts=2", "evaluate.seeds=[0]"]

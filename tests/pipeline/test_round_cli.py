@@ -51,13 +51,14 @@ def test_each_finished_stage_prints_what_it_made(workdir: Path) -> None:
     assert rec["round"] == 0 and set(rec["steps"]) == {"collect", "dataset"}
     rows = rec["steps"]["dataset"]["rows"]
     assert len(lines) == 3
-    assert re.fullmatch(r"round 0 · collect: 12 tasks, 12 rollouts in "
-                        r"data/trajectories/round-0000 \(\d+\.\d s\)", lines[0]), lines[0]
+    # the counts collected: 12 (task, seed) records of G = 4 rollouts each
+    assert re.fullmatch(r"round 0 · collect: 12 tasks, seeds \[1000\]: 12 records, 48 rollouts "
+                        r"in data/trajectories/round-0000 \(\d+\.\d s\)", lines[0]), lines[0]
     parts = ", ".join(f"{k} {v}" for k, v in rows.items())
     assert lines[1].startswith(f"round 0 · dataset: {sum(rows.values())} rows ({parts}) from "
                                "rounds [0], content ")
     assert rec["steps"]["dataset"]["content_hash"][:12] in lines[1]
-    assert lines[2] == "round 0 open (seeds [0])"  # promote closes a round; it did not run
+    assert lines[2] == "round 0 open (seeds [1000])"  # promote closes a round; it did not run
 
 
 def test_the_gate_decision_is_the_rounds_last_line() -> None:

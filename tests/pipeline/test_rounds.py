@@ -46,21 +46,20 @@ def tree_digest(*paths: Path) -> dict[str, str]:
     return out
 
 
-def test_seed_blocks_are_derived_from_the_round_and_never_reused(workdir: Path) -> None:
+def test_seed_blocks_start_past_every_used_seed_and_are_never_reused(workdir: Path) -> None:
     write_params(collect={"seeds": [0, 1]}, rounds={"enabled": True, "seed_stride": 1000})
     p = load_params()
-    r0 = rounds.open_round(p)
-    assert (r0["round"], r0["seeds"], r0["status"]) == (0, [0, 1], "open")
+    r0 = rounds.open_round(p)  # the plain collect's seeds [0, 1] are taken: the next block
+    assert (r0["round"], r0["seeds"], r0["status"]) == (0, [1000, 1001], "open")
     assert rounds.open_round(p)["round"] == 0  # the open round is resumed, not a new one
     rounds.close_round(p, 0)
     r1 = rounds.open_round(p)
-    assert (r1["round"], r1["seeds"]) == (1, [1000, 1001])
+    assert (r1["round"], r1["seeds"]) == (1, [2000, 2001])
     rounds.close_round(p, 1)
-    # a stride change that would hand round 2 the seeds of round 1 is refused
+    # a smaller stride still starts past every used seed (2001): block 2500
     write_params(collect={"seeds": [0, 1]}, rounds={"enabled": True, "seed_stride": 500})
-    with pytest.raises(RuntimeError, match=r"seeds \[1000, 1001\] were used"):
-        rounds.open_round(load_params())
-    assert [r["round"] for r in rounds.list_rounds(p)] == [0, 1]  # nothing was opened
+    assert rounds.open_round(load_params())["seeds"] == [2500, 2501]
+    assert [r["round"] for r in rounds.list_rounds(p)] == [0, 1, 2]
 
 
 def test_seeds_must_fit_in_the_stride_and_rounds_must_be_enabled(workdir: Path) -> None:
@@ -96,20 +95,20 @@ def test_two_rounds_collect_fresh_rollouts_and_the_window_picks_the_data(
     for r in (0, 1):
         res = collect.run(p)
         assert res.complete and res.out_dir == Path(f"data/trajectories/round-{r:04d}")
-        assert [f.name for f in res.files] == [f"bon@4__seed{1000 * r}.jsonl"]
+        assert [f.name for f in res.files] == [f"bon@4__seed{1000 * (r + 1)}.jsonl"]
         card = dataset.run(p)
         src = artifacts.source(p.dataset.out_dir)
         assert (src["round"], src["rounds"]) == (r, [r])  # window 1: this round only
         rows.append(card["splits"]["train"]["rows"])
         rec = rounds.load_round(p, r)
-        assert rec["steps"]["collect"]["seeds"] == [1000 * r]
+        assert rec["steps"]["collect"]["seeds"] == [1000 * (r + 1)]
         assert rec["steps"]["dataset"]["content_hash"] == card["content_hash"]
         rounds.close_round(p, r)
-    a, b = (list(read_jsonl(f"data/trajectories/round-{r:04d}/bon@4__seed{1000 * r}.jsonl"))
+    a, b = (list(read_jsonl(f"data/trajectories/round-{r:04d}/bon@4__seed{1000 * (r + 1)}.jsonl"))
             for r in (0, 1))
     assert [x["task_id"] for x in a] != [] and {x["task_id"] for x in a} == {
         x["task_id"] for x in b}
-    assert [x["seed"] for x in a + b] == [0] * len(a) + [1000] * len(b)
+    assert [x["seed"] for x in a + b] == [1000] * len(a) + [2000] * len(b)
     # fresh rollouts: the same tasks, other trajectories
     assert json.dumps([x["trajectories"] for x in a]) != json.dumps([x["trajectories"] for x in b])
     # window None: both rounds in the next dataset (the latest round's record is closed)
@@ -131,7 +130,7 @@ def test_a_round_killed_mid_collect_resumes_and_leaves_earlier_rounds_intact(
     dataset.run(p)
     rounds.close_round(p, 0)
     earlier = tree_digest(rounds.round_dir(p, 0), rounds.ledger_path(p, 0))
-    out = rounds.round_dir(p, 1) / "bon@8__seed1000.jsonl"
+    out = rounds.round_dir(p, 1) / "bon@8__seed2000.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "amc.pipeline.collect"],
                             env={**os.environ, "PYTHONPATH": str(ROOT)},
                             start_new_session=True, stdout=subprocess.DEVNULL,
@@ -230,3 +229,43 @@ def test_the_gate_decision_keeps_its_p_and_mde_in_the_ledger(workdir: Path) -> N
     assert (gate["p_value"], gate["mde"], gate["n_tasks"], gate["decision_level"]) == \
         (0.31, 0.066, 40, 0.025)
     assert "api_key" not in gate
+
+
+def test_rounds_after_a_plain_collect_never_rerun_its_seeds(workdir: Path) -> None:
+    """Round 0 after the plain collect (seeds [0]) starts past every seed in the store: also
+    past a seed only its files hold (5, from an earlier collect.seeds), never repeating one."""
+    write_params(rounds={"enabled": False})
+    plain = collect.run(load_params())
+    assert [f.name for f in plain.files] == ["bon@4__seed0.jsonl"]
+    extra = Path("data/trajectories/bon@4__seed5.jsonl")
+    extra.write_text(Path("data/trajectories/bon@4__seed0.jsonl").read_text())
+    write_params(collect={"seeds": [0, 3]}, rounds={"enabled": True, "seed_stride": 4})
+    p = load_params()
+    res = collect.run(p)
+    seeds = sorted(int(x["seed"]) for f in res.files for x in read_jsonl(f))
+    assert set(seeds) == {8, 11}  # base 8: the first multiple of 4 past 5 (a file's seed)
+    rounds.close_round(p, 0)
+    r1 = rounds.open_round(p)
+    assert r1["seeds"] == [12, 15] and r1["seed_base"] == 12
+    used = [int(s) for rec in rounds.list_rounds(p) for s in rec["seeds"]] + [0, 3, 5]
+    assert len(used) == len(set(used))
+
+
+def test_a_round_with_nothing_new_records_no_new_dataset_version(workdir: Path) -> None:
+    """A resumed round whose collect found every task done builds the same rows: the dataset
+    stage says unchanged and logs no second ``amc-dataset`` run (no new dataset version)."""
+    import mlflow
+
+    write_params()
+    p = load_params()
+    collect.run(p)
+    first = dataset.run(p)
+    again = collect.run(p)  # the round is still open: resumes, nothing to collect
+    assert again.complete and again.records == 12
+    second = dataset.run(p)
+    assert second["unchanged"] and second["content_hash"] == first["content_hash"]
+    assert "unchanged" not in first
+    runs = mlflow.search_runs(experiment_names=["amc-dataset"], output_format="list")
+    assert len(runs) == 1
+    assert dataset.line(second).startswith(f"dataset {first['content_hash'][:8]} (unchanged, "
+                                           "no new version): rows train ")
