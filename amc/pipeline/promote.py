@@ -378,8 +378,9 @@ def _log_run(p: PipelineParams, d: dict[str, Any], round_: int | None = None) ->
 
 def line(d: dict[str, Any]) -> str:
     """The stage's one-line result on the console: the decision and why."""
-    verdict = (f"PROMOTED v{d['challenger_version']} to champion"
-               if d["promote"] else f"kept champion v{d.get('champion_after')}")
+    champ = d.get("champion_after")
+    verdict = (f"PROMOTED v{d['challenger_version']} to champion" if d["promote"]
+               else f"kept champion v{champ}" if champ else "no champion (nothing promoted)")
     return f"promote: {verdict}: {d['reason']}"
 
 

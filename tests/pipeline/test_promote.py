@@ -174,3 +174,17 @@ def test_incomplete_or_stale_evaluation_never_promotes(workdir: Path) -> None:
     d = promote.run(p)
     assert not d["promote"] and "stale" in d["reason"]
     assert "champion" not in aliases()
+
+
+def test_the_stage_prints_the_decision_and_why() -> None:
+    """The promote stage's line under `dvc repro` (issue 54): verdict, then the gate's reason."""
+    from amc.pipeline.promote import line
+
+    why = "decided without a test: 3 tasks; keep v2"
+    assert line({"promote": False, "champion_after": "2", "reason": why}) == (
+        f"promote: kept champion v2: {why}")
+    assert line({"promote": True, "challenger_version": "3", "champion_after": "3",
+                 "reason": "no champion yet"}) == (
+        "promote: PROMOTED v3 to champion: no champion yet")
+    assert line({"promote": False, "champion_after": None, "reason": "evaluation is 'partial'"}
+                ) == "promote: no champion (nothing promoted): evaluation is 'partial'"
