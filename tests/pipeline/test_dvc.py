@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -88,6 +89,7 @@ def test_repro_produces_every_output(project: Project) -> None:
         assert (r / path).exists(), path
     for stage in ("collect", "dataset", "train", "evaluate", "promote", "report"):
         assert f"python -m amc.pipeline.{stage}" in project.log  # type: ignore[attr-defined]
+    _check_stage_lines(project.log)  # type: ignore[attr-defined]
     ev = json.loads((r / "data/eval/evaluation.json").read_text())
     assert ev["status"] == "complete"
     assert ev["wall_s"] > 0 and ev["sessions"] == 1  # the stage ran once, in one sitting
@@ -101,6 +103,20 @@ def test_repro_produces_every_output(project: Project) -> None:
     paired = summary["paired"]["smc@4+challenger"]
     assert paired["baseline"] == "bon@4" and paired["runs"] == 16  # 8 tasks x 2 seeds
     assert summary["calibration"]["value"] == "learned" and summary["calibration"]["states"]
+
+
+def _check_stage_lines(log: str) -> None:
+    """Each stage's one-line result under `dvc repro` (issue 54): counts, figures, decision."""
+    lines = log.splitlines()
+    for pattern in (r"collect: 12 tasks x 1 seeds = 12 records, 48 rollouts in data/trajectories",
+                    r"dataset [0-9a-f]{8} \(new version\): rows train \d+, validation \d+, test 0",
+                    r"train: registered amc-value-synthetic v1 as challenger; validation "
+                    r"(auc \d\.\d{3}, )?mae \d\.\d{3}(, pearson -?\d\.\d{3})?",
+                    r"evaluate: react 0\.\d\d, .*smc@4\+challenger \d\.\d\d \(success\)",
+                    r"promote: PROMOTED v1 to champion: no champion yet",
+                    r"report: 4 plots in plots/ \(calibration\.png, cost_quality\.png, "
+                    r"genealogy\.png, success_vs_n\.png\); summary data/report/summary\.json; .*"):
+        assert any(re.fullmatch(pattern, ln) for ln in lines), (pattern, log[-3000:])
 
 
 def test_champion_alias_and_lineage_tags(project: Project) -> None:
