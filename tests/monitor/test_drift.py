@@ -10,6 +10,7 @@ q = 0.2 its calibration error grows: drift (its bias rises toward 0, which alone
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -110,15 +111,20 @@ def train_and_promote(root: Path) -> str:
     return v
 
 
-def test_monitor_flags_drift_when_the_prior_changes(textcraft: Path) -> None:
+def test_monitor_flags_drift_when_the_prior_changes(textcraft: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     p = load_params("params.yaml")
     assert drift.monitor(p)["drift"] is None  # no champion yet: nothing to monitor
     v = train_and_promote(textcraft)
     tags = mlflow.MlflowClient().get_model_version(MODEL, v).tags
     assert float(tags["baseline.calibration_mae"]) >= 0 and "baseline.success" in tags
 
+    capsys.readouterr()
     same = drift.monitor(load_params("params.yaml"))
     assert same["drift"] is False, same["reasons"]
+    out = capsys.readouterr()  # what it runs, then progress lines (done/total, ETA)
+    assert re.search(r"^drift check 0: \d+ tasks x 2 seeds, ", out.out, re.M), out.out
+    assert re.search(r"\d+/\d+ tasks, .*ETA", out.err), out.err[-2000:]
     assert same["check"] == 0 and same["seeds"] == [100000, 100001]  # fresh, not eval's
     assert same["baseline"]["calibration_mae"] == pytest.approx(
         float(tags["baseline.calibration_mae"]))
@@ -141,3 +147,12 @@ def test_monitor_flags_drift_when_the_prior_changes(textcraft: Path) -> None:
     assert [r["drift"] for r in drift.history(load_params("params.yaml"))] == [False, True]
     assert json.loads(Path("data/drift/latest.json").read_text())["check"] == 1
     assert "DRIFT" in drift.markdown(moved)
+    md = drift.markdown(moved)  # numbers for people, the round named (rounds are off here)
+    assert "rounds off" in md and "round None" not in md
+    assert not re.search(r"\.\d{6,}", md), md  # 0.3333333333333333 was printed before
+    row = next(ln for ln in md.splitlines() if ln.startswith("| calibration_mae |"))
+    assert row == (f"| calibration_mae | {moved['baseline']['calibration_mae']:.4g} | "
+                   f"{moved['now']['calibration_mae']:.4g} |")
+    line = drift.line(moved)
+    assert line.startswith("drift check 1: DRIFT: gain ") and moved["reasons"][0] in line
+    assert "calibration_mae " in line and "(promotion " in line
