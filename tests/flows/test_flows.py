@@ -54,7 +54,7 @@ def test_collect_flow_in_rounds_tags_the_flow_run(workdir: Path) -> None:
                                     filter_string=f"tags.`amc.round` = '{r}'")
         assert run.data.tags["prefect.flow_run_id"] == str(state.state_details.flow_run_id)
         assert run.data.tags["amc.sharded"] == "true"
-        merged = (manifest.parent / f"bon@4__seed{1000 * r}.jsonl").stat()
+        merged = (manifest.parent / f"bon@4__seed{1000 * (r + 1)}.jsonl").stat()
         # back-dated to the flow's start: the run spans the shards' work, not just the merge
         assert run.info.start_time / 1000 <= merged.st_mtime
         assert not (manifest.parent / "shards").exists()
