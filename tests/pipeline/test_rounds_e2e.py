@@ -82,12 +82,12 @@ def test_two_rounds_give_two_dataset_versions_in_dvc(
         assert (root / ".dvc/cache/files/md5" / h[:2] / h[2:]).is_file(), h
     ledger = [json.loads((root / f"data/rounds/round-000{r}.json").read_text()) for r in (0, 1)]
     assert [rec["status"] for rec in ledger] == ["closed", "closed"]
-    assert [rec["seeds"] for rec in ledger] == [[0], [1000]]  # fresh seed blocks
+    assert [rec["seeds"] for rec in ledger] == [[1000], [2000]]  # fresh blocks past collect.seeds
     assert [rec["steps"]["dataset"]["rounds"] for rec in ledger] == [[0], [0, 1]]
     assert [rec["steps"]["train"]["dataset_dvc"] for rec in ledger] == hashes
     assert all(rec["prior"]["name"] == "planner-mix" and rec["prior"]["options"] == {"q": 0.5}
                and rec["prior"]["prompt_sha256"] for rec in ledger)
-    for r, seed in ((0, 0), (1, 1000)):
+    for r, seed in ((0, 1000), (1, 2000)):
         files = sorted(p.name for p in (root / f"data/trajectories/round-000{r}").iterdir())
         assert files == [f"bon@4__seed{seed}.jsonl", "manifest.json"]
     assert "up to date" in run(root, "dvc", "status")  # every stage recorded in dvc.lock
@@ -126,7 +126,7 @@ def test_two_model_versions_with_a_gate_decision_and_lineage(
             assert one.info.run_name.startswith(f"{kind} r{r}")
     # the collect run was open before the first rollout was written (it spans the work)
     (col,) = client.search_runs([exps["amc-collect"]], "tags.`amc.round` = '1'")
-    first = (root / "data/trajectories/round-0001/bon@4__seed1000.jsonl").stat()
+    first = (root / "data/trajectories/round-0001/bon@4__seed2000.jsonl").stat()
     assert col.info.start_time / 1000 <= first.st_mtime <= col.info.end_time / 1000
 
 
@@ -140,4 +140,4 @@ def test_each_round_prints_a_line_per_stage_and_its_decision(
         assert f" from rounds {[0, 1][:r + 1]}, content " in lines[1]
         assert lines[2].startswith(f"round {r} · train: {MODEL} version {r + 1} (")
         assert re.fullmatch(rf"round {r} closed: (promoted|kept) {MODEL} v{r + 1} "
-                            rf"\(seeds \[{1000 * r}\]\)", lines[-1]), lines[-1]
+                            rf"\(seeds \[{1000 * (r + 1)}\]\)", lines[-1]), lines[-1]
