@@ -1,8 +1,8 @@
 """SciWorld: what one (task, seed) pair of a rollout-value cell costs, measured as a cell runs it.
 
-The sweep cell's own parts (:mod:`amc.sweeps.cell`: the suite with the action menu on, the
+The sweep cell's own parts (:mod:`studies.sweeps.cell`: the suite with the action menu on, the
 planner-mix prior, the ``rollout`` value of the cell's budget, Best-of-N then AMC through
-``run_task``) at the grid's SciWorld base (:data:`amc.sweeps.grid.GRIDS`: N, budget, every)
+``run_task``) at the grid's SciWorld base (:data:`studies.sweeps.grid.GRIDS`: N, budget, every)
 with M rollouts, on a few short test games of the committed task file. The rollout value forks
 each scored state through SciWorld's restore (a verified JVM replay per rollout), so most of the
 time is menus (every rollout step lists the valid actions) and forks. Per pair: wall seconds of
@@ -30,11 +30,11 @@ from amc.config import ValueConfig
 from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_planner
 from amc.smc.methods import parse_method
 from amc.smc.sampler import run_task
-from amc.sweeps.bench import make_bench_suite
-from amc.sweeps.cell import ValueFactory, smc_config
-from amc.sweeps.config import CellParams
-from amc.sweeps.grid import GRIDS
 from amc.value.simple import ZeroValue
+from studies.sweeps.bench import make_bench_suite
+from studies.sweeps.cell import ValueFactory, smc_config
+from studies.sweeps.config import CellParams
+from studies.sweeps.grid import GRIDS
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,6 +1,6 @@
 """The sweep's value stage (``dvc repro value``) at 20,000 training states: wall and CPU per phase.
 
-Runs :func:`amc.sweeps.value.run` -- the stage's own code, the committed ``sweeps/params.yaml``
+Runs :func:`studies.sweeps.value.run` -- the stage's own code, the committed ``sweeps/params.yaml``
 (the value section issue 30's protocol chose: Bernoulli head, isotonic calibration, 4 extra
 rollouts per visited state) -- in a temporary work directory, with the prior's rollouts per
 train task raised until the training split holds at least ``--train-states`` states (the
@@ -35,13 +35,13 @@ REPO = Path(__file__).resolve().parent.parent
 GOAL_S = 600.0  # issue 30 item 6: <= 10 min on 2 quiet cores
 PHASES = ("rollouts", "smc_states", "dataset", "targets", "curve", "final", "calibration",
           "ceiling", "offline")
-"""The stage's phases in the order it runs them (:func:`amc.sweeps.value.run`)."""
+"""The stage's phases in the order it runs them (:func:`studies.sweeps.value.run`)."""
 BASE_TRAIN_STATES = 14783  # the params' 28 rollouts (evidence/values/534748c2...json)
 
 
 def measure(train_states: int) -> dict[str, Any]:
-    from amc.sweeps.config import load_sweep_params
-    from amc.sweeps.value import run
+    from studies.sweeps.config import load_sweep_params
+    from studies.sweeps.value import run
 
     params = load_sweep_params(REPO / "sweeps" / "params.yaml")
     vp, cell = params.value, params.cell
@@ -72,7 +72,7 @@ def report(m: dict[str, Any]) -> str:
     v = m["value"]
     return "\n".join([
         "`python benchmarks/bench_value_stage.py` -- the sweep's `value` stage "
-        "(`amc.sweeps.value.run`, sweeps/params.yaml's value section: "
+        "(`studies.sweeps.value.run`, sweeps/params.yaml's value section: "
         f"loss `{v['loss']}`, calibration `{v['calibration']}`, {v['state_rollouts']} extra "
         f"rollouts per visited state, targets `{v['targets']}`, head mode, MiniLM-L6 float, "
         f"max_length {v['max_length']}, up to {v['epochs']} epochs) with {m['rollouts']} prior "

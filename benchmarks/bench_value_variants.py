@@ -2,14 +2,14 @@
 heads vs LoRA on the encoder (issue 30, item 1).
 
 One reduced dataset of the sweep's TextCraft value data, built by the stage's own code
-(:func:`amc.sweeps.value.rollouts`, :func:`amc.value.data.build_dataset`,
-:func:`amc.sweeps.value.dataset_options`, sweeps/params.yaml's ``value`` section) with only the
+(:func:`studies.sweeps.value.rollouts`, :func:`amc.value.data.build_dataset`,
+:func:`studies.sweeps.value.dataset_options`, sweeps/params.yaml's ``value`` section) with only the
 first ``--max-tasks`` value-training tasks and *realised-return targets*: the section's
 ``state_rollouts`` (K extra prior rollouts per visited state) are skipped for time, so every
 variant trains on the plain returns (the held-out states keep realised targets in the stage
 too). Four variants, each calibrated by the section's isotonic map fitted on the validation
 split and scored on the same held-out (value-test) states by
-:func:`amc.sweeps.offline.held_out_figures`:
+:func:`studies.sweeps.offline.held_out_figures`:
 
 - (a) head-only, one head, seed 0 (the stage's recipe: frozen float MiniLM, bce, cached features);
 - (b) an ensemble of K heads (seeds 0..K-1) on the same features, p averaged
@@ -52,8 +52,8 @@ NAMES = {"a": "(a) head, 1 seed", "b": "(b) ensemble of heads", "c": "(c) LoRA r
 
 def build(vp: Any, cell: Any, work: Path) -> tuple[list[Any], Path]:
     """The stage's rollouts and dataset (reduced ``vp``): (tagged histories, dataset dir)."""
-    from amc.sweeps.value import dataset_options, rollouts
     from amc.value.data import build_dataset
+    from studies.sweeps.value import dataset_options, rollouts
 
     tagged = asyncio.run(rollouts(vp, cell))
     build_dataset([h for _, h in tagged], work / "dataset", dataset_options(vp))
@@ -61,7 +61,7 @@ def build(vp: Any, cell: Any, work: Path) -> tuple[list[Any], Path]:
 
 
 def head_config(vp: Any, cache: Path) -> Any:
-    from amc.sweeps.value import train_config
+    from studies.sweeps.value import train_config
 
     return train_config(vp, cache, track=False)
 
@@ -158,8 +158,8 @@ def lora_variant(vp: Any, sub_ds: Path, dsd: Any, work: Path, budget: float,
 
 def figures(vp: Any, cell: Any, tagged: list[Any], held: Any,
             p: dict[str, np.ndarray]) -> dict[str, Any]:
-    from amc.sweeps.bench import make_bench_suite
-    from amc.sweeps.offline import held_out_figures
+    from studies.sweeps.bench import make_bench_suite
+    from studies.sweeps.offline import held_out_figures
 
     keys = list(zip(held["task_id"], held["traj"], held["step"], strict=True))
     preds = {v: dict(zip(keys, map(float, pv), strict=True)) for v, pv in p.items()}
@@ -274,8 +274,8 @@ def report(r: dict[str, Any]) -> str:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    from amc.sweeps.config import load_sweep_params
     from amc.value.data import load_dataset_dir
+    from studies.sweeps.config import load_sweep_params
 
     t_all = time.perf_counter()
     params = load_sweep_params(REPO / "sweeps" / "params.yaml")

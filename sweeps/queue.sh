@@ -12,10 +12,10 @@ q() { dvc exp run --queue cell "$@" >/dev/null && echo "queued: $*"; }
 # is checked out into the experiment's workspace, which a `cell`-only run does not do; without
 # targets a fresh clone would also rerun the other benchmarks' value stages)
 # A fresh clone has no models/value (no DVC remote): its kept copy goes into the DVC cache
-# first (amc/sweeps/kept.py), so the learned cells use the value that ran, not a retrain.
+# first (studies/sweeps/kept.py), so the learned cells use the value that ran, not a retrain.
 ql() {
   if [ ! -d models/value ] && [ -d kept/value ]; then
-    PYTHONPATH=.. python -m amc.sweeps.kept restore --section value
+    PYTHONPATH=.. python -m studies.sweeps.kept restore --section value
   fi
   dvc exp run --queue value cell "$@" >/dev/null && echo "queued: $*"
 }
@@ -55,8 +55,8 @@ learned() {  # settings are chosen on validation cells, reported on their test t
   ql -S cell.value=learned -S cell.schedule=fixed -S 'cell.steps=[2]'
 }
 protocol30() {  # issue 30's declared candidates (protocol-issue30.yaml): validation cells only;
-  # after the choice rule: python -m amc.sweeps.protocol protocol-issue30.yaml test --chosen NAME
-  PYTHONPATH=.. python -m amc.sweeps.protocol protocol-issue30.yaml validation | while read -r c; do
+  # after the choice rule: python -m studies.sweeps.protocol protocol-issue30.yaml test --chosen NAME
+  PYTHONPATH=.. python -m studies.sweeps.protocol protocol-issue30.yaml validation | while read -r c; do
     eval "$c" >/dev/null && echo "queued: $c"
   done
 }

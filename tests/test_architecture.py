@@ -2,7 +2,7 @@
 
     flows, amc.cli            orchestration and commands
     amc.monitor               checks of a deployed model (drift, calibration)
-    amc.pipeline, amc.sweeps  one module per stage (the main pipeline; the evidence sweep)
+    amc.pipeline, studies.sweeps  one module per stage (the main pipeline; the evidence sweep)
     amc.runner, amc.estimate  running methods over tasks
     amc.grpo, amc.reports     fine-tuning the agent (the white-box reference); documents
     amc.smc amc.envs amc.priors amc.value amc.tracking amc.results amc.stats   the method, its parts
@@ -33,7 +33,7 @@ LAYERS: dict[str, int] = {
     "amc.smc": 2, "amc.envs": 2, "amc.priors": 2, "amc.value": 2, "amc.tracking": 2,
     "amc.results": 2, "amc.stats": 2, "amc.progress": 2, "amc.run_hash": 2,
     "amc.runner": 3, "amc.estimate": 3, "amc.grpo": 3, "amc.reports": 3,
-    "amc.pipeline": 4, "amc.sweeps": 4,
+    "amc.pipeline": 4, "studies.sweeps": 4,
     "amc.monitor": 5,
     "amc.cli": 6, "amc.__main__": 6, "flows": 6,
 }
@@ -269,3 +269,21 @@ def test_files_and_engine_functions_stay_readable() -> None:
                 if n > 60:
                     long_fns.append(f"{p.name}:{node.name} ({n} lines)")
     assert long_fns == []
+
+
+def test_product_never_imports_a_study() -> None:
+    """``studies/`` imports ``amc``; nothing under ``amc/`` or ``flows/`` imports ``studies``
+    (module level, lazy or by string), so the installed package runs without the lab."""
+    bad = []
+    for top in ("amc", "flows"):
+        for f in sorted((REPO / top).rglob("*.py")):
+            for node in ast.walk(ast.parse(f.read_text())):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] if isinstance(node, ast.ImportFrom)
+                         and node.level == 0 else [])
+                if isinstance(node, ast.Call) and node.args and isinstance(
+                        node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                    names.append(node.args[0].value)
+                bad += [f"{f.relative_to(REPO)}: {n}" for n in names
+                        if n == "studies" or n.startswith("studies.")]
+    assert not bad, bad

@@ -18,7 +18,7 @@ budget leaves. Only a benchmark whose planner replays an environment (TextCraft)
 mask; elsewhere -- or when the planner does not finish -- a state is not marked, and with no
 mask at all the doomed figures are not computed and the guard says so (never a silent pass).
 States marked doomed that nevertheless succeeded (another route than the planner's) are
-counted and left out of the mask, as in :mod:`amc.sweeps.offline`.
+counted and left out of the mask, as in the simulation sweeps' offline figures.
 """
 
 from __future__ import annotations

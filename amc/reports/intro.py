@@ -41,7 +41,7 @@ def sweep_choice(evidence_md: str) -> tuple[float, int]:
     m = re.search(r"β = ([0-9.]+), every (\d+)", line or "")
     if m is None:
         raise ValueError("docs/evidence.md has no headline regime ('β = .., every ..'): "
-                         "regenerate it (python -m amc.sweeps.evidence)")
+                         "regenerate it (python -m studies.sweeps.evidence)")
     return float(m.group(1)), int(m.group(2))
 
 

@@ -1,7 +1,7 @@
 """The README's "measured so far" paragraph, generated from the committed evidence.
 
 Every number the README states about results comes from two generated sources: the sweep's
-headline sentence in ``docs/evidence.md`` (``amc.sweeps.report.headline``, from the committed
+headline sentence in ``docs/evidence.md`` (``studies.sweeps.report.headline``, from the committed
 sweep records) and the LLM regime's paired differences on its declared 60-task test set,
 ``docs/results-assets/llm-regime-testset60.json`` (the resolved evaluation summary
 ``docs/results.md`` is generated from, :mod:`amc.reports.declared`). The paragraph sits

@@ -2,9 +2,9 @@
 make ``dvc status`` see an edit of the code a stage really uses (and only that).
 
 **Every imported module is a dep.** For each stage of ``dvc.yaml``, ``grpo/dvc.yaml`` and
-``sweeps/dvc.yaml`` the modules of ``amc/`` its entry module imports, transitively (read from
-the source: static, function-local and relative imports), must each be covered by a dep (the
-file, or a folder above it), except the shared plumbing that the header of ``dvc.yaml`` names
+``sweeps/dvc.yaml`` the modules of ``amc/`` (and ``studies/``) its entry module imports,
+transitively (read from the source: static, function-local and relative imports), must each
+be covered by a dep (the file, or a folder above it), except the shared plumbing that the header of ``dvc.yaml`` names
 as not listed. A new import without a dep fails here.
 
 The lock is made by ``dvc commit`` over placeholder outputs (no stage runs): what is tested is
@@ -38,9 +38,10 @@ PLUMBING = ("amc/config.py", "amc/registry.py", "amc/results.py", "amc/types.py"
 
 
 def amc_modules() -> dict[str, Path]:
-    """Dotted name -> file (relative to the repository) of every module of ``amc/``."""
+    """Dotted name -> file (relative to the repository) of every module of ``amc/`` and of
+    ``studies/`` (the sweeps' stages run study code that imports ``amc``)."""
     out = {}
-    for p in sorted(ROOT.glob("amc/**/*.py")):
+    for p in sorted([*ROOT.glob("amc/**/*.py"), *ROOT.glob("studies/**/*.py")]):
         rel = p.relative_to(ROOT)
         out[".".join(rel.with_suffix("").parts).removesuffix(".__init__")] = rel
     return out
@@ -65,7 +66,7 @@ def imported(module: str, mods: dict[str, Path]) -> set[str]:
                 up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
                 base = ".".join([*up, *([base] if base else [])])
             found |= {resolve(f"{base}.{a.name}") or resolve(base) for a in node.names}
-    return {m for m in found if m and m != module and m != "amc"}
+    return {m for m in found if m and m != module and m not in ("amc", "studies")}
 
 
 def import_closure(entry: str) -> set[str]:
@@ -106,7 +107,7 @@ def test_every_amc_module_a_stage_imports_is_one_of_its_deps(
     missing = sorted(str(mods[m]) for m in import_closure(entry)
                      if str(mods[m]) not in PLUMBING and not covered(mods[m], deps))
     assert missing == [], f"{dvc_file}: stage {stage} imports code none of its deps covers"
-    absent = [d for d in deps if not (ROOT / d).exists() and d.startswith("amc")]
+    absent = [d for d in deps if not (ROOT / d).exists() and d.startswith(("amc", "studies"))]
     assert absent == [], f"{dvc_file}: stage {stage}: deps that do not exist"
 
 

@@ -128,7 +128,7 @@ def _walk(suite, task, actions, budget) -> History:
 
 
 def test_doomed_mask_agrees_with_the_sweeps_planner_count(textcraft):
-    from amc.sweeps.offline import is_doomed
+    from studies.sweeps.offline import is_doomed
 
     suite, opts, task, plan = textcraft
     n = len(plan)

@@ -29,7 +29,7 @@ from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_plan
 from amc.smc.methods import parse_method
 from amc.smc.sampler import run_task
 from amc.stats import paired_difference
-from amc.sweeps.signflip import sign_flip_p
+from studies.sweeps.signflip import sign_flip_p
 from amc.value.rollout import RolloutValue, RolloutValueOptions
 from amc.value.simple import ZeroValue
 

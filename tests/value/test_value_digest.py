@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from amc.sweeps.cell import dir_hash
+from studies.sweeps.cell import dir_hash
 from amc.value.digest import CONFIG_NAME, model_hash
 from amc.value.features import HeadConfig
 from amc.value.model import CONFIG_FILE
