@@ -4,8 +4,8 @@ make ``dvc status`` see an edit of the code a stage really uses (and only that).
 **Every imported module is a dep.** For each stage of ``dvc.yaml``, ``grpo/dvc.yaml`` and
 ``sweeps/dvc.yaml`` the modules of ``amc/`` (and ``studies/``) its entry module imports,
 transitively (read from the source: static, function-local and relative imports), must each
-be covered by a dep (the file, or a folder above it), except the shared plumbing that the header of ``dvc.yaml`` names
-as not listed. A new import without a dep fails here.
+be covered by a dep (the file, or a folder above it), except the shared plumbing that the
+header of ``dvc.yaml`` names as not listed. A new import without a dep fails here.
 
 The lock is made by ``dvc commit`` over placeholder outputs (no stage runs): what is tested is
 the stage graph's declared dependencies, in seconds.
