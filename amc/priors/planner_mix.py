@@ -31,14 +31,14 @@ be skilled on some recipes or items and near-random on others. The coin is still
 (the same draws for any skill map); the planner's action is then computed at every step to
 read its skill. A change of the map between model versions changes *which* states are good
 (under ``craft`` 0.3 the crafted intermediates are the scarce progress, under ``get`` 0.3 the
-fetched ones), not only how often a task succeeds: the drift demo's prior change
-(:mod:`flows.drift_demo`).
+fetched ones), not only how often a task succeeds: the kind of prior change a drift monitor
+must catch.
 
 Skill after feedback. ``after`` maps a key to the skill of every step after an observation
 that contains it (e.g. ``{"Inventory": 0.1}``: a model derailed once it lists its inventory;
 ``1.0``: one that grounds its plan on the listing). The trigger is text in the history, so a
 value head can read it; a change of the reaction between model versions makes the states a
-stale head weighs up bad (the drift demo's candidate change, ``scripts/drift_feedback.py``).
+stale head weighs up bad (a model-version change a drift monitor must catch).
 
 Planners (a function ``env -> next action | None`` per benchmark, plus optionally a memoised
 menu: the ``planner`` of its :class:`~amc.envs.benchmark.Benchmark` record): TextCraft

@@ -14,10 +14,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 
 MAKE_VALUE = """
-import sys
 from pathlib import Path
-sys.path.insert(0, {tests!r})
-from sweeps.test_keep_value import saved_value
+from tests.studies.sweeps.test_keep_value import saved_value
 saved_value(Path("models/value"), seed=int(open("seed.txt").read()))
 """
 
@@ -37,7 +35,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     head-mode value to models/value, reproduced, committed and kept."""
     root = tmp_path_factory.mktemp("kept-project")
     shutil.copy(REPO / "sweeps" / "params.yaml", root / "params.yaml")
-    (root / "make_value.py").write_text(MAKE_VALUE.format(tests=str(REPO / "tests")))
+    (root / "make_value.py").write_text(MAKE_VALUE)
     (root / "seed.txt").write_text("5")
     (root / "dvc.yaml").write_text(
         "stages:\n  value:\n    cmd: python make_value.py\n    deps: [make_value.py, seed.txt]\n"

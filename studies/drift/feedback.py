@@ -1,7 +1,7 @@
 """Which prior change hurts a stale value head? One that inverts what the head reads.
 
-The earlier searches (``scripts/drift_candidates.py``: skill level and action style;
-``scripts/drift_subtask.py``: which subtask the prior is good at) found no change that hurts:
+The earlier searches (``studies/drift/candidates.py``: skill level and action style;
+``studies/drift/subtask.py``: which subtask the prior is good at) found no change that hurts:
 on TextCraft more of the plan done is better under any of those priors, so a head trained on
 one ranks particles rightly under the other. A change that hurts must make states the head
 weighs up bad under the new prior. Here the change is how the model reacts to feedback it
@@ -16,13 +16,13 @@ Declared before running (nothing below was chosen on a head's result; the probe,
 in the output as ``probe``, runs the priors alone on train tasks to show that the trigger is
 frequent and the reaction large: a sizing of the regime, not of the outcome):
 
-- regimes, in this order: (1) the drift demo's (:func:`flows.drift_demo.demo_params`,
+- regimes, in this order: (1) the drift demo's (:func:`studies.drift.demo.demo_params`,
   ``scale="measure"``: TextCraft depth 2-3, 6 steps, resampling after steps 2 and 4, beta
   0.05, a 1-layer MiniLM head of ``max_length`` 128 from 64 tasks x 8 rollouts), unchanged;
   (2) the same with the whole 6-layer MiniLM as the head's backbone (``train.num_layers``
   6), declared after regime 1 ran: there the stale head's gain fell but the retrained head
   did not recover it, and a diagnostic on train tasks the collection did not use
-  (``scripts/drift_head_diagnostic.py``, ``evidence/drift/head-diagnostic.json``: a 1-layer
+  (``studies/drift/head_diagnostic.py``, ``evidence/drift/head-diagnostic.json``: a 1-layer
   head trained on the grounding prior, its scores of fresh rollouts' states at the two
   resampling steps) found it scoring listed states barely above unlisted ones at step 2 and
   below them at step 4, though they succeed far more often; the listing is in what the head
@@ -36,12 +36,12 @@ frequent and the reaction large: a sizing of the regime, not of the outcome):
   head's target is that chance itself;
 - candidates, in this order: (A, B) = ({q 0.5, after Inventory 1.0}, {q 0.5, after Inventory
   0.1}), then the reverse;
-- evaluation, measures and rule: ``scripts/drift_subtask.py``'s (48 test tasks x seeds 500-502,
+- evaluation, measures and rule: ``studies/drift/subtask.py``'s (48 test tasks x seeds 500-502,
   N = 4, paired by (task, seed), averaged within task, t interval over tasks and exact
   sign-flip p; chosen: the first candidate whose fall g1 - g0 lies below 0 and whose recovery
   g2 - g1 lies above 0).
 
-``PYTHONPATH=. python scripts/drift_feedback.py [--done RESULTS.txt [--only-done]] [out.json]``
+``python -m studies.drift.feedback [--done RESULTS.txt [--only-done]] [out.json]``
 (default ``evidence/drift/candidates-feedback.json``); each row records its seconds (a
 6-layer head trains several times slower than a 1-layer one).
 """
@@ -55,8 +55,8 @@ from typing import Any
 
 import numpy as np
 
-from flows.drift_demo import demo_params
-from scripts.drift_subtask import Options, Regime, run_set
+from studies.drift.demo import demo_params
+from studies.drift.subtask import Options, Regime, run_set
 
 KEY = "Inventory"
 CANDIDATES: tuple[tuple[Options, Options], ...] = (

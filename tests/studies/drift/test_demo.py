@@ -49,12 +49,12 @@ def test_drift_demo_tells_its_story_at_toy_size(tmp_path: Path, prefect_server: 
 
     from amc.pipeline.gate_stats import drift_check
     from amc.pipeline.params import load_params
-    from flows.drift_demo import CHANGE
+    from studies.drift.demo import CHANGE
 
     since = datetime.now(UTC)
     env = {**os.environ, "PREFECT_API_URL": prefect_server, "PYTHONPATH": str(ROOT)}
     env.pop("MLFLOW_TRACKING_URI", None)  # the demo's own store: sqlite:///mlruns/mlflow.db
-    py = [sys.executable, "-m", "flows.drift_demo"]
+    py = [sys.executable, "-m", "studies.drift.demo"]
     subprocess.run([*py, "init", "params.yaml", "toy"], cwd=tmp_path, env=env, check=True)
     proc = subprocess.run(py, cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=3000)

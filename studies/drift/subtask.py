@@ -1,6 +1,6 @@
 """Which prior change hurts a stale value head? A change of *which subtask* the prior is good at.
 
-``scripts/drift_candidates.py`` found that no change of the planner-mix prior's skill level or
+``studies/drift/candidates.py`` found that no change of the planner-mix prior's skill level or
 action style hurts a stale head at the drift demo's toy scale: every success was saturated, and
 a skill change keeps *which* states are good (more of the plan done is better under any q), so
 a stale head still ranks them right. Here the prior's skill depends on the subtask
@@ -12,7 +12,7 @@ rollouts) weighs up are not the ones that are good under B.
 Declared before running (the regime was sized by a Best-of-N-only probe, no head, so that
 Best-of-N's success is well below 1; nothing below was tuned on a head's result):
 
-- regime (:func:`flows.drift_demo.demo_params`, ``scale="measure"``): TextCraft depth 2-3,
+- regime (:func:`studies.drift.demo.demo_params`, ``scale="measure"``): TextCraft depth 2-3,
   ``smc.max_steps`` 6, resampling after steps 2 and 4, a 1-layer MiniLM head, rounds of
   window 1 (round 0 on A trains the stale head, a round on B the retrained head); regimes
   (``smc.beta``), in this order: 1.0 (declared and run first), then 0.05 (declared after the
@@ -30,7 +30,7 @@ Best-of-N's success is well below 1; nothing below was tuned on a head's result)
   interval lies below 0 and whose ``recovery`` interval lies above 0 (later ones are not run);
   none when none has both.
 
-``python scripts/drift_subtask.py [--done RESULTS.txt [--only-done]] [out.json]`` (default
+``python -m studies.drift.subtask [--done RESULTS.txt [--only-done]] [out.json]`` (default
 ``evidence/drift/candidates-subtask.json``); each candidate in its own process and temp dir
 (its own MLflow store); every RNG is seeded. A candidate takes ~35 min on one shared core.
 With ``AMC_DRIFT_WORKDIR=DIR`` each candidate runs in ``DIR/<its key's hash>`` instead and a
@@ -56,8 +56,8 @@ from typing import Any
 import yaml
 
 from amc.stats import paired_difference
-from flows.drift_demo import SKILLS_A, SKILLS_B, demo_params, merged
-from scripts.drift_candidates import successes, train_round
+from studies.drift.candidates import successes, train_round
+from studies.drift.demo import SKILLS_A, SKILLS_B, demo_params, merged
 
 Options = dict[str, Any]
 CANDIDATES: tuple[tuple[Options, Options], ...] = (

@@ -4,7 +4,7 @@ Offline and cheap: TextCraft (offline recipes) and the ``planner-mix`` prior, wh
 stand for "the model behind the API". In one directory holding its own ``params.yaml``
 (:func:`chosen_params`; rounds on, a window of one round so a retrained head learns the prior
 as it is now), it plays :data:`CHANGE`, the change a declared search chose because it hurts a
-stale head (``scripts/drift_feedback.py``):
+stale head (``studies/drift/feedback.py``):
 
 1. prior A (grounds its plan on its own inventory listing): round 0
    (:func:`flows.retrain_and_promote.retrain_and_promote`) trains a head, the gate promotes it
@@ -27,7 +27,7 @@ task across checks (each check has its own fresh seeds), and the gate's paired d
 the retrained head vs the stale one on B (same tasks and seeds: g2 - g1 with Best-of-N
 cancelled). The searches measured which changes hurt at this scale before the demo played one
 (``evidence/drift/candidates-*.json``: a change of skill per subtask, :data:`SKILLS_A` and
-:data:`SKILLS_B`, did not); ``scripts/drift_demo_doc.py`` writes the docs' section from them
+:data:`SKILLS_B`, did not); ``studies/drift/demo_doc.py`` writes the docs' section from them
 and, once one is committed, from a demo run (``evidence/drift/demo.json``).
 
 Each check and decision is a Prefect artifact and MLflow tags (the stages' own); the demo adds
@@ -38,8 +38,8 @@ needed); with the deployments served (``python -m flows.deploy``) the scheduled 
 the deployment instead (:mod:`flows.drift`). Run it (Prefect server on 127.0.0.1, see
 docs/pipeline.md)::
 
-    python -m flows.drift_demo init demo/params.yaml && cd demo
-    PYTHONPATH=.. python -m flows.drift_demo
+    python -m studies.drift.demo init demo/params.yaml && cd demo
+    PYTHONPATH=.. python -m studies.drift.demo
 """
 
 from __future__ import annotations
@@ -71,14 +71,14 @@ CHANGE: dict[str, Any] = {
     "after": {"q": 0.5, "after": {"Inventory": 0.1}},
     "overrides": {"env": {"options": {"reward": "binary"}}},
 }
-"""The prior change the demo plays, the one ``scripts/drift_feedback.py``'s declared rule chose
+"""The prior change the demo plays, the one ``studies/drift/feedback.py``'s declared rule chose
 (``evidence/drift/candidates-feedback.json``): version A grounds its plan on its own inventory
 listing (success after a listing is likely), version B is derailed by it; the heads learn the
 success reward (``overrides`` of :func:`demo_params`), whose good states the change flips."""
 
 
 def demo_params(scale: str = "measure") -> dict[str, Any]:
-    """A params file of the demo: ``measure`` (the regime ``scripts/drift_subtask.py``
+    """A params file of the demo: ``measure`` (the regime ``studies/drift/subtask.py``
     measured: depth 2-3 tasks, where Best-of-N fails often enough for AMC to gain; tens of
     minutes on one CPU core) or ``toy`` (the same story at a size that only shows the plumbing)."""
     if scale not in ("measure", "toy"):
@@ -276,7 +276,7 @@ def main(argv: list[str]) -> None:
         out = drift_demo()
         say(yaml.safe_dump(out["checks"], sort_keys=False))
     else:
-        raise SystemExit("usage: python -m flows.drift_demo [init PARAMS_PATH [measure|toy]]")
+        raise SystemExit("usage: python -m studies.drift.demo [init PARAMS_PATH [measure|toy]]")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The drift demo's story, fast: its params, the fall and recovery across checks, the gate on a tie.
 
-The demo itself (``tests/flows/test_drift_demo.py``, slow) runs the real stages; here the parts
+The demo itself (``tests/studies/drift/test_demo.py``, slow) runs the real stages; here the parts
 that turn its checks into claims run on hand-built check records of the drift monitor's shape:
 a gain change between two checks is paired *by task* (each check has its own fresh seeds), the
 recovery compares the retrained head's check with the stale head's, and with the demo's
@@ -9,7 +9,7 @@ recovery compares the retrained head's check with the stale head's, and with the
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +20,7 @@ import yaml
 from amc.pipeline.gate_stats import gate_test, untested_reason
 from amc.pipeline.params import load_params
 from amc.stats import paired_difference
-from flows.drift_demo import (
+from studies.drift.demo import (
     CHANGE,
     SKILLS_A,
     SKILLS_B,
@@ -35,13 +35,8 @@ from tests.flows.conftest import ROOT
 
 
 def doc_script() -> ModuleType:
-    """``scripts/drift_demo_doc.py`` as a module (scripts are not a package)."""
-    spec = importlib.util.spec_from_file_location("drift_demo_doc",
-                                                  ROOT / "scripts/drift_demo_doc.py")
-    assert spec is not None and spec.loader is not None
-    doc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(doc)
-    return doc
+    """The generator of docs/pipeline.md's drift section (:mod:`studies.drift.demo_doc`)."""
+    return importlib.import_module("studies.drift.demo_doc")
 
 
 def check(k: int, gains: dict[str, list[float]], drift: bool = False) -> dict:
@@ -117,7 +112,7 @@ def test_a_drifted_champion_is_not_replaced_on_a_tie() -> None:
 
 
 def test_the_docs_drift_section_is_generated_from_the_committed_runs() -> None:
-    """docs/pipeline.md's block is what ``scripts/drift_demo_doc.py`` makes of the committed
+    """docs/pipeline.md's block is what ``studies/drift/demo_doc.py`` makes of the committed
     JSON (so every measured number in it is), and its prose names the demo's skill maps."""
     doc = doc_script()
     text = doc.DOC.read_text()

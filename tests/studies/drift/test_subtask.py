@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.drift_subtask import head, run_set
+from studies.drift.subtask import head, run_set
 
 
 def test_head_trains_once_and_is_reused(tmp_path: Path) -> None:

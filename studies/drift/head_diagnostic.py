@@ -1,6 +1,6 @@
 """Does a head trained on a prior score the states that prior makes good higher? Train tasks only.
 
-The diagnostic behind the feedback search's second regime (``scripts/drift_feedback.py``):
+The diagnostic behind the feedback search's second regime (``studies/drift/feedback.py``):
 regime 1's retrained 1-layer head did not recover the stale head's fall, so is the reaction
 to an inventory listing learnable by that head at all? One round (collect, dataset, train) of
 the drift demo's params with the given prior options, in a temp dir; then fresh rollouts of
@@ -8,7 +8,7 @@ train tasks the round's collection did not use (``TASKS``, a seeded generator), 
 head's mean score and the realised success of their states at each resampling step, split by
 whether the history holds a listing. Nothing here touches a test task.
 
-``PYTHONPATH=. python scripts/drift_head_diagnostic.py PRIOR_JSON [OVERRIDES_JSON] [out.json]``
+``python -m studies.drift.head_diagnostic PRIOR_JSON [OVERRIDES_JSON] [out.json]``
 (default ``evidence/drift/head-diagnostic.json``, one entry per (prior, overrides), replaced
 when rerun).
 """
@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import yaml
 
-from flows.drift_demo import demo_params
-from scripts.drift_candidates import train_round
-from scripts.drift_feedback import listed, prefix, rollouts
-from scripts.drift_subtask import Options, merge
+from studies.drift.candidates import train_round
+from studies.drift.demo import demo_params
+from studies.drift.feedback import listed, prefix, rollouts
+from studies.drift.subtask import Options, merge
 
 TASKS = slice(64, 112)
 """Train tasks the round's collection (its first 64) did not use."""

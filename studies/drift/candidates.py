@@ -1,6 +1,6 @@
 """Which prior change hurts a stale value head? Measured at the drift demo's toy scale.
 
-The drift demo (:mod:`flows.drift_demo`) trains a head on prior A (planner-mix skill q_A), then
+The drift demo (:mod:`studies.drift.demo`) trains a head on prior A (planner-mix skill q_A), then
 the prior changes to B (q_B). A change is a useful demo only when it *hurts* the stale head:
 its AMC gain over Best-of-N (success of ``smc@N`` twisted by the head minus ``bon@N``, same
 task and seed) falls from prior A to prior B, and a head retrained on B's rollouts recovers it.
@@ -29,7 +29,7 @@ Declared before running (the candidates and the rule; nothing below was tuned on
   the orders above, whose ``fall`` interval lies below 0 and whose ``recovery`` interval lies
   above 0; none when no triple has both.
 
-``python scripts/drift_candidates.py SET [out.json]`` (default
+``python -m studies.drift.candidates SET [out.json]`` (default
 ``evidence/drift/candidates-<SET>.json``); every RNG is seeded (the pipeline's seeds and the
 evaluation seeds below). The committed ``-skill`` file was written by this script's previous
 revision (git 64b902b: the same measurement, candidates named by ``q_a``/``q_b``); the
