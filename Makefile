@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
-.PHONY: setup run test lint bench demo
+.PHONY: setup run test lint bench demo exp
 
 setup:  ## install everything into .venv (idempotent)
 	bash scripts/setup.sh
@@ -32,3 +32,6 @@ lint: setup  ## ruff over the tree, mypy over amc/ (pyproject's [tool.mypy])
 bench: setup  ## every CPU benchmark; results in docs/benchmarks.md (GPU: benchmarks.bench_value_gpu)
 	for b in benchmarks/bench_*.py; do n=$$(basename $$b .py); \
 	  case $$n in *_gpu) continue;; esac; $(PY) -m benchmarks.$$n || exit 1; done
+
+exp:  ## the experiments table, readable at 120 columns: params and metrics that differ, no file hashes
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/dvc exp show --only-changed --drop '^(amc|data|models)/'
