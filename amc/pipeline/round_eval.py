@@ -101,7 +101,9 @@ def seed_round0(p: PipelineParams, kept: Path) -> bool:
     files = sorted(kept.glob("*__seed*.jsonl"))
     if not files:
         raise FileNotFoundError(f"{kept}: no kept results files (*__seed<k>.jsonl)")
-    rec = rounds.open_round(p)
+    # the kept files were collected with collect.seeds (block 0): round 0 adopts them as they
+    # are instead of opening past them (rounds.next_base counts collect.seeds as used)
+    rec = rounds.open_round(p, adopt_base=0)
     dest = rounds.round_dir(p, int(rec["round"]))
     dest.mkdir(parents=True, exist_ok=True)
     for f in files:

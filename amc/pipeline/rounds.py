@@ -131,8 +131,13 @@ def active_round(p: PipelineParams) -> int | None:
     return int(recs[-1]["round"]) if recs else None
 
 
-def open_round(p: PipelineParams) -> dict[str, Any]:
-    """Resume the open round, or open the next one (fresh seeds asserted); its record."""
+def open_round(p: PipelineParams, adopt_base: int | None = None) -> dict[str, Any]:
+    """Resume the open round, or open the next one (fresh seeds asserted); its record.
+
+    ``adopt_base``: open it with that seed block instead of the next unused one, for a round
+    that *adopts* rollouts already collected with those seeds (the kept files copied in by
+    :func:`amc.pipeline.round_eval.seed_round0`) rather than collecting them again; it must
+    still be disjoint from every earlier round's seeds."""
     if not enabled(p):
         raise ValueError("rounds.enabled is false: set it in params.yaml to retrain in rounds")
     ident = prior_identity(p)
@@ -144,7 +149,7 @@ def open_round(p: PipelineParams) -> dict[str, Any]:
         return rec
     recs = list_rounds(p)
     r = int(recs[-1]["round"]) + 1 if recs else 0
-    base = next_base(p)
+    base = next_base(p) if adopt_base is None else adopt_base
     seeds = round_seeds(p, base)
     used = {int(s) for old in recs for s in old["seeds"]}
     reused = sorted(used & set(seeds))

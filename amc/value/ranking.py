@@ -30,13 +30,15 @@ a ranking term alone leaves free. Pure functions of tensors; the trainer wires t
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import torch
 from pydantic import Field, model_validator
 
 from amc.config import Frozen
+
+if TYPE_CHECKING:  # torch is imported where a loss runs: params validate ObjectiveConfig
+    import torch  # in the core install, which has no torch
 
 Kind = Literal["regression", "pairwise", "listwise", "centred"]
 
@@ -77,6 +79,8 @@ def group_ids(groups: Sequence[Hashable]) -> np.ndarray:
 def group_batches(gid: np.ndarray, groups_per_batch: int,
                   generator: torch.Generator) -> Iterator[torch.Tensor]:
     """Index batches of ``groups_per_batch`` whole groups, groups in a seeded random order."""
+    import torch
+
     order = torch.randperm(int(gid.max()) + 1 if len(gid) else 0, generator=generator).numpy()
     members: list[list[int]] = [[] for _ in range(len(order))]
     for i, g in enumerate(gid.tolist()):
@@ -93,6 +97,8 @@ def _same(gid: torch.Tensor) -> torch.Tensor:
 def pairwise_loss(f: torch.Tensor, y: torch.Tensor, gid: torch.Tensor,
                   scale: float) -> torch.Tensor:
     """Mean logistic loss over same-group pairs with ``y_i > y_j`` (0 when there are none)."""
+    import torch
+
     mask = _same(gid) & (y[:, None] > y[None, :])
     if not bool(mask.any()):
         return f.sum() * 0.0
@@ -104,6 +110,8 @@ def listwise_loss(f: torch.Tensor, y: torch.Tensor, gid: torch.Tensor,
                   scale: float) -> torch.Tensor:
     """Mean over mixed groups (targets not all equal, all >= 0, sum > 0) of the cross-entropy
     between ``y / sum_g y`` and ``softmax_g(f / scale)`` (0 when no group is mixed)."""
+    import torch
+
     same = _same(gid)
     z = (f / scale)[None, :].expand_as(same).masked_fill(~same, float("-inf"))
     log_p = f / scale - torch.logsumexp(z, dim=1)

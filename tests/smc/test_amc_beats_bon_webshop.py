@@ -29,9 +29,9 @@ from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_plan
 from amc.smc.methods import parse_method
 from amc.smc.sampler import run_task
 from amc.stats import paired_difference
-from studies.sweeps.signflip import sign_flip_p
 from amc.value.rollout import RolloutValue, RolloutValueOptions
 from amc.value.simple import ZeroValue
+from studies.sweeps.signflip import sign_flip_p
 
 Q, N, M, BETA, BUDGET, EVERY, SEED = 0.4, 4, 8, 0.1, 6, 2, 0
 

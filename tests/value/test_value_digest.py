@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from studies.sweeps.cell import dir_hash
 from amc.value.digest import CONFIG_NAME, model_hash
 from amc.value.features import HeadConfig
 from amc.value.model import CONFIG_FILE
 from amc.value.train import train
+from studies.sweeps.cell import dir_hash
 
 
 @pytest.fixture(scope="module")
