@@ -104,6 +104,11 @@ class Benchmark:
     agentgym: AgentGymProtocol | None = None
     """The payload dialect of the benchmark's AgentGym server (the client's ``protocol``
     option names the benchmark; None: no AgentGym server speaks for it)."""
+    observed_summary: Callable[[History], str | None] | None = None
+    """An optional ability: a short text computed only from what the agent has observed in a
+    history (its observations and actions, never the environment's hidden state), shown in
+    the value model's NOW section and never in the prior's prompt (None: the benchmark offers
+    none)."""
 
 
 @cache

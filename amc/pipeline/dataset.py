@@ -65,7 +65,8 @@ def options(p: PipelineParams) -> Any:
 
     d = p.dataset
     return DatasetOptions(gamma=d.gamma, keep=d.keep, seed=d.seed,
-                          render={"env": render_env_for(p.env.name), "history_k": d.history_k})
+                          render={"env": render_env_for(p.env.name), "history_k": d.history_k},
+                          model_max_length=p.train.max_length)  # fit the model's input
 
 
 def run(p: PipelineParams) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from pydantic import Field
 
 from amc.config import Frozen
 from amc.types import History, Step
-from amc.value.render import Renderer, RenderOptions
+from amc.value.render import Renderer, RenderOptions, model_budget
 
 SPLITS = ("train", "validation", "test")
 
@@ -57,7 +57,12 @@ class DatasetOptions(Frozen):
     render: RenderOptions = RenderOptions()
     """The renderer settings (stored with the dataset and the model)."""
     tokenizer: str | None = "minilm"
-    """Tokenizer counting the render budget ("minilm", an HF path, or None when no budget)."""
+    """Tokenizer counting the render budget ("minilm", an HF path, or None: no budget)."""
+    model_max_length: int | None = Field(None, ge=16)
+    """The value model's input length in tokens, special tokens included (the train stage's
+    ``max_length``): unless ``render.max_tokens`` is set, renderings are fitted to it less the
+    tokenizer's special tokens, and that budget is stored as the dataset's ``max_tokens``
+    (None: the tokenizer's own limit)."""
 
 
 # ---------------------------------------------------------------- reading trajectories
@@ -141,10 +146,13 @@ def state_rows(history: History, options: DatasetOptions, renderer: Renderer,
         terminal = t == last and history.done
         if terminal and not options.include_terminal:
             continue
-        prefix = history.prefix(t)
+        fitted = renderer.fit(history.prefix(t))
         rows.append({
             "task_id": history.task_id, "traj": traj_index, "step": t,
-            "text": renderer(prefix), "target": float(targets[t]),
+            "text": fitted.text, "target": float(targets[t]),
+            "history_dropped": fitted.dropped_rounds > 0,
+            "instruction_shortened": fitted.instruction_shortened,
+            "over_budget": fitted.over_budget,
             "reward_so_far": float(sum(rewards[:t])), "total_reward": float(total),
             "success": bool(success), "terminal": bool(terminal),
         })
@@ -178,6 +186,20 @@ def load_tokenizer(name: str) -> Any:
     from amc.value.model import resolve_backbone
 
     return AutoTokenizer.from_pretrained(resolve_backbone(name))
+
+
+def fitted_options(options: DatasetOptions, tokenizer: Any) -> DatasetOptions:
+    """``options`` with the render budget made explicit: ``render.max_tokens`` if set, else
+    ``model_max_length`` (or the tokenizer's limit) less the tokenizer's special tokens."""
+    if options.render.max_tokens is not None:
+        return options
+    if options.model_max_length is not None:
+        tokenizer.model_max_length = options.model_max_length
+    budget = model_budget(tokenizer)
+    if budget is None:
+        return options
+    render = options.render.model_copy(update={"max_tokens": budget})
+    return options.model_copy(update={"render": render})
 
 
 def build_rows(histories: Sequence[History], options: DatasetOptions,
@@ -229,22 +251,36 @@ def dataset_card(rows: dict[str, list[dict[str, Any]]], options: DatasetOptions,
             "rows": len(rs), "tasks": len(tasks), "trajectories": len(trajs),
             "success_rate": float(np.mean(list(trajs.values()))) if trajs else None,
             "target_mean": float(np.mean([r["target"] for r in rs])) if rs else None,
+            **fit_shares(rs),
             "target_histogram": {"edges": [round(float(e), 4) for e in edges],
                                  "counts": hist.tolist()},
         }
     return card
 
 
+def fit_shares(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+    """Shares of rows whose rendering lost old history, had its instruction shortened, or had
+    still exceeded it with NOW alone over budget (None: no rows)."""
+    keys = ("history_dropped", "instruction_shortened", "over_budget")
+    return {f"share_{k}": (float(np.mean([bool(r.get(k)) for r in rows])) if rows else None)
+            for k in keys}
+
+
 def card_markdown(card: dict[str, Any]) -> str:
     """A human-readable dataset card."""
     lines = ["# Value dataset", "", f"Content hash: `{card['content_hash']}`", "",
-             "| split | tasks | trajectories | rows | success rate | mean target |",
-             "|---|---|---|---|---|---|"]
+             "| split | tasks | trajectories | rows | success rate | mean target "
+             "| history dropped | instruction shortened |",
+             "|---|---|---|---|---|---|---|---|"]
+
+    def fmt(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
     for split, s in card["splits"].items():
-        sr = "-" if s["success_rate"] is None else f"{s['success_rate']:.3f}"
-        mt = "-" if s["target_mean"] is None else f"{s['target_mean']:.3f}"
-        lines.append(f"| {split} | {s['tasks']} | {s['trajectories']} | {s['rows']} | {sr} "
-                     f"| {mt} |")
+        lines.append(f"| {split} | {s['tasks']} | {s['trajectories']} | {s['rows']} "
+                     f"| {fmt(s['success_rate'])} | {fmt(s['target_mean'])} "
+                     f"| {fmt(s.get('share_history_dropped'))} "
+                     f"| {fmt(s.get('share_instruction_shortened'))} |")
     edges = card["splits"]["train"]["target_histogram"]["edges"]
     lines += ["", "Target histogram (all splits):", "", "| bin | " + " | ".join(SPLITS) + " |",
               "|---|---|---|---|"]
@@ -263,8 +299,9 @@ def build_dataset(histories: Sequence[History], out_dir: str | Path,
     if options.render.max_tokens is not None and options.tokenizer is None:
         raise ValueError("render.max_tokens needs a tokenizer (option tokenizer)")
     tok = None
-    if options.render.max_tokens is not None and options.tokenizer is not None:
+    if options.tokenizer is not None:
         tok = load_tokenizer(options.tokenizer)
+        options = fitted_options(options, tok)
     rows = build_rows(histories, options, tok)
     features = Features({
         "task_id": Value("string"), "traj": Value("int32"), "step": Value("int32"),
@@ -292,7 +329,7 @@ def load_dataset_dir(path: str | Path) -> tuple[Any, RenderOptions, dict[str, An
     p = Path(path)
     if not (p / "card.json").is_file() or not (p / "data").is_dir():
         raise FileNotFoundError(f"not a value dataset directory (no card.json/data): {p}")
-    render = RenderOptions.model_validate_json((p / "render.json").read_text())
+    render = RenderOptions.stored(json.loads((p / "render.json").read_text()))
     dsd = load_from_disk(str(p / "data"))
     features = next(iter(dsd.values())).features
     for s in SPLITS:

@@ -102,6 +102,9 @@ def load_tokenizer_for(config: ModelConfig, path: str | None = None) -> Any:
         tok.pad_token = tok.eos_token or tok.unk_token
     tok.padding_side = "right"
     tok.truncation_side = "left"  # the current state is at the end of every rendering
+    # the model's input length, which the renderer fits (amc.value.render.model_budget)
+    own = tok.model_max_length if 0 < tok.model_max_length < 1_000_000 else config.max_length
+    tok.model_max_length = min(own, config.max_length)
     return tok
 
 

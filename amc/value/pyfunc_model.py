@@ -60,7 +60,7 @@ class ValuePyfunc(PythonModel):
 
         self.model, self.tokenizer, self.meta = load_model(context.artifacts["value_model"])
         self.model_dir = context.artifacts["value_model"]
-        self.renderer = Renderer(RenderOptions.model_validate(self.meta["render"]),
+        self.renderer = Renderer(RenderOptions.stored(self.meta["render"]),
                                  self.tokenizer)
         config = dict(getattr(context, "model_config", None) or {})
         self.lo, self.hi = reward_range_for({**self.meta, **config})

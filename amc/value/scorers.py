@@ -83,7 +83,7 @@ class LearnedValue:
         dev = "cuda" if device == "auto" and torch.cuda.is_available() else (
             "cpu" if device == "auto" else device)
         model, tok, meta = load_model(resolve_model_dir(uri, tracking_uri), dev)
-        opts = RenderOptions.model_validate({**meta["render"], **(render_overrides or {})})
+        opts = RenderOptions.stored({**meta["render"], **(render_overrides or {})})
         value = cls(model, tok, opts, batch_size, dev, cache_size)
         value.meta = meta
         return value

@@ -115,9 +115,10 @@ def output_dir(out_dir: str | Path | None) -> Path:
 
 def check_budget(render: Any, max_len: int) -> None:
     """Fail when the model's token limit cannot hold the dataset's rendering budget."""
-    if render.max_tokens is not None and render.max_tokens + 4 > max_len:
+    if render.max_tokens is not None and render.max_tokens + 2 > max_len:
         raise ValueError(f"model.max_length={max_len} is too small for the dataset's "
-                         f"render.max_tokens={render.max_tokens} (needs >= max_tokens + 4)")
+                         f"render.max_tokens={render.max_tokens} (needs >= max_tokens + 2; "
+                         f"build the dataset with model_max_length={max_len})")
 
 
 def start_run(cfg: TrainConfig, card: dict[str, Any], render: Any) -> Any:

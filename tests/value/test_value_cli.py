@@ -19,7 +19,7 @@ def test_dataset_then_train_then_registered(tmp_path: Path, make_histories, reco
     ds = tmp_path / "ds"
     r = runner.invoke(app, ["dataset", str(traj), "--out", str(ds), "--env", "textcraft",
                             "--history-k", "2", "-S", "val_fraction=0.25",
-                            "-S", "render.preamble=Value?"])
+                            "-S", "render.preamble=Value?", "-S", "model_max_length=64"])
     assert r.exit_code == 0, r.output
     assert "train:" in r.output and (ds / "card.json").is_file()
     card = json.loads((ds / "card.json").read_text())

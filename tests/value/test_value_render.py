@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from amc.types import History, Step
 from amc.value.data import DatasetOptions, build_rows
 from amc.value.model import ModelConfig, load_tokenizer_for
 from amc.value.render import Renderer, RenderOptions, extract_instruction, render
 
+REPO = Path(__file__).resolve().parents[2]
 TC_OBS0 = "Crafting commands:\ncraft 4 planks using 1 oak log\n\nGoal: craft wooden pickaxe."
 
 
@@ -33,7 +36,7 @@ def test_k_window_keeps_most_recent_pairs() -> None:
     assert "Round 4 - ACTION:\nact 3" in text and "Round 5 - ACTION:\nact 4" in text
     assert "Round 3" not in text
     # The state before action i is the previous observation; the first is the commands block.
-    full = render(hist(2), RenderOptions(env="textcraft", history_k=5))
+    full = render(hist(2), RenderOptions(env="textcraft", history_k=5, show_summary=False))
     assert "Round 1 - STATE:\nCrafting commands:" in full and "Goal:" not in full
     assert full.endswith("=== NOW ===\n[STATE] obs 1")
     assert "(none)" in render(hist(0), RenderOptions(env="textcraft"))
@@ -73,7 +76,8 @@ def test_dataset_text_equals_inference_text() -> None:
 def test_steps_left_shown_only_when_asked_and_known() -> None:
     h = History("t1", TC_OBS0, hist(3).steps, budget=5)
     shown = render(h, RenderOptions(env="textcraft", show_budget=True))
-    assert shown.endswith("=== NOW ===\n[STEPS LEFT] 2 of 5\n[STATE] obs 2")
+    assert shown.endswith("=== NOW ===\n[STEPS LEFT] 2 of 5\n[SUMMARY] inventory: empty | goal "
+                          "wooden pickaxe: no listed recipe\n[STATE] obs 2")
     # The same state with fewer steps left renders differently (the value can tell them apart).
     assert render(History("t1", TC_OBS0, h.steps, budget=4),
                   RenderOptions(env="textcraft", show_budget=True)) != shown
@@ -87,9 +91,51 @@ def test_steps_left_shown_only_when_asked_and_known() -> None:
 
 def test_steps_left_survive_the_token_budget() -> None:
     tok = load_tokenizer_for(ModelConfig())
-    opts = RenderOptions(env="textcraft", history_k=20, max_tokens=60, show_budget=True,
+    opts = RenderOptions(env="textcraft", history_k=20, max_tokens=80, show_budget=True,
                          preamble="Value?")
     r = Renderer(opts, tok)
     h = History("t1", TC_OBS0, hist(12, obs="a chest and a table and a lamp").steps, budget=14)
     text = r(h)
-    assert r.count_tokens(text) <= 60 and "[STEPS LEFT] 2 of 14\n[STATE]" in text
+    assert r.count_tokens(text) <= 80 and "[STEPS LEFT] 2 of 14\n[SUMMARY]" in text
+
+
+def longest_kept_histories(k: int = 3) -> list[History]:
+    """The longest (fully rolled-out) histories of the kept embedded-LLM rollouts."""
+    from amc.value.data import read_trajectories
+
+    path = REPO / "evidence/llm-regime/trajectories/bon@15__seed0.jsonl"
+    hs = read_trajectories([path])
+    return sorted(hs, key=lambda h: -len(render(h, RenderOptions(env="textcraft"))))[:k]
+
+
+def test_a_long_real_state_fits_128_tokens_with_goal_and_now_whole() -> None:
+    """The model's own input (128 tokens, special tokens counted) holds the goal and NOW: the
+    renderer drops the oldest history first (issue 49: the goal was lost in half the states)."""
+    from amc.value.render import model_budget
+
+    tok = load_tokenizer_for(ModelConfig(max_length=128))
+    r = Renderer(RenderOptions(env="textcraft"), tok)
+    assert r.budget == 128 - tok.num_special_tokens_to_add(pair=False) == 126
+    for h in longest_kept_histories():
+        full = render(h, RenderOptions(env="textcraft"))
+        assert r.count_tokens(full) > 128  # it had to be cut
+        fitted = r.fit(h)
+        ids = tok(fitted.text, truncation=True)["input_ids"]
+        assert len(tok(fitted.text)["input_ids"]) <= 128 == model_budget(tok) + 2
+        kept = tok.decode(ids, skip_special_tokens=True)  # what the model actually reads
+        goal = h.observation0.split("Goal:")[1].strip().splitlines()[0]  # "craft X."
+        assert goal.lower() in kept.lower().split("= = = history")[0]
+        now = fitted.text.split("=== NOW ===\n")[1]
+        assert full.endswith(now) and now.startswith("[SUMMARY] inventory:")
+        assert fitted.dropped_rounds > 0 and not fitted.instruction_shortened
+
+
+def test_instruction_shortened_only_when_now_leaves_no_room() -> None:
+    tok = load_tokenizer_for(ModelConfig())
+    h = hist(2, obs="a chest and a table and a lamp " * 3)
+    fitted = Renderer(RenderOptions(env="textcraft", max_tokens=70), tok).fit(h)
+    assert fitted.preamble_dropped and fitted.instruction_shortened
+    assert "..." in fitted.text and fitted.text.endswith("[STATE] " + h.observation.strip())
+    huge = hist(1, obs="lamp " * 200)
+    over = Renderer(RenderOptions(env="textcraft", max_tokens=40), tok).fit(huge)
+    assert over.over_budget and over.text.endswith("lamp  0")  # NOW whole, though over

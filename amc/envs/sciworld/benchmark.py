@@ -15,6 +15,7 @@ from amc.envs.agentgym.protocol import AgentGymProtocol
 from amc.envs.benchmark import Benchmark, PlannerHooks, packaged_split
 from amc.envs.generic import collapse, first_line
 from amc.envs.sciworld.prompts import PROMPTS
+from amc.envs.sciworld.summary import sciworld_summary
 from amc.types import EnvStep
 
 
@@ -51,4 +52,5 @@ AGENTGYM = AgentGymProtocol(read_reset=read_reset, read_step=read_step)
 
 BENCHMARK = Benchmark("sciworld", PROMPTS, normalise, extract_instruction,
                       reward_range=(-1.0, 1.0), planner=planner,
-                      paper_split=partial(packaged_split, "amc.envs.sciworld"), agentgym=AGENTGYM)
+                      paper_split=partial(packaged_split, "amc.envs.sciworld"), agentgym=AGENTGYM,
+                      observed_summary=sciworld_summary)

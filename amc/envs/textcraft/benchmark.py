@@ -17,6 +17,7 @@ from amc.envs.benchmark import Benchmark, PlannerHooks, packaged_split
 from amc.envs.generic import collapse
 from amc.envs.generic import extract_instruction as extract_generic
 from amc.envs.textcraft.prompts import PROMPTS
+from amc.envs.textcraft.summary import textcraft_summary
 
 
 def normalise(a: str) -> str:
@@ -64,6 +65,6 @@ AGENTGYM = AgentGymProtocol(derive_menu=derived_menu, final_action=server_final_
 
 BENCHMARK = Benchmark("textcraft", PROMPTS, normalise, extract_instruction, clean_state,
                       planner=planner, paper_split=partial(packaged_split, "amc.envs.textcraft"),
-                      agentgym=AGENTGYM,
+                      agentgym=AGENTGYM, observed_summary=textcraft_summary,
                       task_identity=("recipe_source", "minecraft_version", "split",
                                      "splits_dir"))

@@ -19,6 +19,7 @@ from amc.envs.agentgym.protocol import AgentGymProtocol, Idx
 from amc.envs.benchmark import Benchmark, PlannerHooks, packaged_split
 from amc.envs.generic import collapse, first_line
 from amc.envs.webshop.prompts import PROMPTS
+from amc.envs.webshop.summary import webshop_summary
 from amc.types import EnvStep
 
 _WEB = re.compile(r"^(search|click)\s*\[\s*(.*?)\s*\]?$", re.IGNORECASE)
@@ -96,4 +97,5 @@ AGENTGYM = AgentGymProtocol(id_key="env_idx", create_body=False, reset_body=rese
 
 BENCHMARK = Benchmark("webshop", PROMPTS, normalise, extract_instruction, clean_state,
                       planner=planner, paper_split=partial(packaged_split, "amc.envs.webshop"),
-                      agentgym=AGENTGYM)
+                      agentgym=AGENTGYM,
+                      observed_summary=webshop_summary)
