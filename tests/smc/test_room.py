@@ -42,11 +42,14 @@ def test_perfect_resampler_matches_the_exact_two_state_answer(n: int) -> None:
     rooms = task_room(rollouts, n=n, horizon=HORIZON, step=1, beta=0.01)
     perfect = np.mean([g.perfect for g in rooms])
     bon = np.mean([g.best_of_n for g in rooms])
+    model = np.mean([g.best_of_n_model for g in rooms])
     se = 1 / math.sqrt(len(rooms))
     assert perfect == pytest.approx(exact_perfect(n), abs=3 * se)
     assert bon == pytest.approx(1 - (1 - 0.5) ** n, abs=4 * se)  # any success: p = 0.5 each
     room = exact_perfect(n) - (1 - 0.5 ** n)  # a value that knows A from B has room here
     assert perfect - bon == pytest.approx(room, abs=3 * se)
+    assert model == pytest.approx(bon, abs=3 * se)
+    assert np.mean([g.room for g in rooms]) == pytest.approx(room, abs=3 * se)
 
 
 def test_large_beta_is_uniform_resampling_and_ties_give_no_room() -> None:

@@ -1,0 +1,143 @@
+"""The regime search's analysis: each declared regime's Best-of-N, perfect resampler and room.
+
+Reads the kept Best-of-16 rollouts (``evidence/llm-regime/regime-search/depth{d}/*.jsonl.gz``,
+or a run folder's ``*.jsonl``), builds the rollouts of :mod:`amc.smc.room` with TextCraft's
+observed summary (the inventory and what the goal still needs) as the state key, and applies
+``protocol.json``: every candidate regime, per-task rooms paired over tasks (95% t interval and
+the exact sign-flip p over all 2^k sign patterns), the prior calls, and the choice rule.
+Writes ``room.json`` beside the kept rollouts; ``--check`` recomputes and compares.
+
+    python -m studies.llm_regime.regime_search.analyse [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from amc import stats
+from amc.envs.textcraft.summary import textcraft_summary
+from amc.smc.room import Rollout, rollouts_from_histories, task_room
+from amc.types import History
+from amc.value.data import histories_from_record
+
+HERE = Path(__file__).parent
+REPO = HERE.parents[2]
+KEPT = REPO / "evidence/llm-regime/regime-search"
+M_ROLLOUTS = 4
+"""Continuations per particle state of the rollout-value ceiling whose cost is reported."""
+
+
+def read_records(folder: Path) -> list[dict[str, Any]]:
+    """Complete result records of every seed file (``.jsonl.gz`` kept, or ``.jsonl`` live)."""
+    records = []
+    for f in sorted(folder.glob("bon@*__seed*.jsonl*")):
+        opener = gzip.open if f.suffix == ".gz" else open
+        with opener(f, "rt") as fh:  # type: ignore[operator]
+            records += [json.loads(line) for line in fh if line.endswith("\n")]
+    return records
+
+
+def task_histories(records: list[dict[str, Any]]) -> dict[str, list[tuple[int, int, History]]]:
+    """(seed, index, history) of every rollout, by task."""
+    out: dict[str, list[tuple[int, int, History]]] = {}
+    for rec in records:
+        for i, h in enumerate(histories_from_record(rec)):
+            out.setdefault(str(rec["task_id"]), []).append((int(rec["seed"]), i, h))
+    return out
+
+
+def key(h: History) -> str:
+    return textcraft_summary(h) or h.observation
+
+
+def rollouts(hs: list[tuple[int, int, History]], n: int) -> list[Rollout]:
+    return rollouts_from_histories([h for _, _, h in hs], [(s, i // n) for s, i, _ in hs],
+                                   key)
+
+
+def calls(hs: list[tuple[int, int, History]], n: int, horizon: int) -> float:
+    """Prior calls of one Best-of-N group within the horizon (mean over groups)."""
+    per: dict[tuple[int, int], int] = {}
+    for s, i, h in hs:
+        per[(s, i // n)] = per.get((s, i // n), 0) + min(h.t, horizon)
+    return float(np.mean(list(per.values())))
+
+
+def regime_row(by_task: dict[str, list[tuple[int, int, History]]], depth: int, horizon: int,
+               n: int, step: int, beta: float) -> dict[str, Any]:
+    perfect, bon, observed, call = {}, {}, {}, []
+    for task, hs in by_task.items():
+        for g in task_room(rollouts(hs, n), n=n, horizon=horizon, step=step, beta=beta):
+            k = (task, g.group)
+            perfect[k], bon[k], observed[k] = g.perfect, g.best_of_n_model, g.best_of_n
+        call.append(calls(hs, n, horizon))
+    diff = stats.paired_difference(perfect, bon)
+    per_task = stats.task_means((k[0], perfect[k] - bon[k]) for k in perfect)
+    d = np.array(list(per_task.values()))
+    p_exact = stats.sign_flip_p(d, exact_max=max(stats.EXACT_MAX, d.size)) if d.size else math.nan
+    bon_calls = float(np.mean(call))
+    return {"depth": depth, "horizon": horizon, "n": n, "step": step, "beta": beta,
+            "tasks": diff.tasks, "groups": diff.pairs,
+            "best_of_n": stats.task_mean_se((k[0], v) for k, v in observed.items())[0],
+            "best_of_n_model": stats.task_mean_se((k[0], v) for k, v in bon.items())[0],
+            "perfect": stats.task_mean_se((k[0], v) for k, v in perfect.items())[0],
+            "room": diff.mean, "room_lo": diff.lo, "room_hi": diff.hi, "p": p_exact,
+            "bon_calls": bon_calls,
+            "rollout_ceiling_calls_ratio": (bon_calls + n * M_ROLLOUTS * (horizon - step))
+            / bon_calls}
+
+
+def choose(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The protocol's rule: interval above 0 and p < 0.05; the largest room; ties: smaller N,
+    shorter H, later step."""
+    ok = [r for r in rows if r["room_lo"] > 0 and r["p"] < 0.05]
+    return min(ok, key=lambda r: (-round(r["room"], 12), r["n"], r["horizon"], -r["step"]),
+               default=None)
+
+
+def analyse(kept: Path = KEPT) -> dict[str, Any]:
+    protocol = json.loads((HERE / "protocol.json").read_text())
+    c = protocol["candidates"]
+    rows = []
+    for depth in c["depth"]:
+        by_task = task_histories(read_records(kept / f"depth{depth}"))
+        if not by_task:
+            continue
+        for h, n, t, b in itertools.product(c["horizon"], c["n"], c["resample_step"], c["beta"]):
+            if t < h:
+                rows.append(regime_row(by_task, depth, h, n, t, b))
+    best = choose(rows)
+    met = best is not None and best["room"] >= 0.10
+    return {"protocol": "studies/llm_regime/regime_search/protocol.json", "regimes": rows,
+            "chosen": best, "goal_met": met}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="recompute and compare room.json")
+    args = ap.parse_args(argv)
+    out = KEPT / "room.json"
+    result = analyse()
+    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
+    if args.check:
+        if not out.is_file() or out.read_text() != text:
+            print(f"error: {out} differs from a recomputation", file=sys.stderr)
+            return 1
+        print(f"{out}: recomputes exactly")
+        return 0
+    out.write_text(text)
+    print(f"wrote {out}: {len(result['regimes'])} regimes; chosen: {result['chosen']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
