@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from amc.config import RunConfig
+from amc.envs.benchmarks import get_benchmark
 from amc.pipeline.artifacts import (
     PLAN,
     RECORD,
@@ -63,6 +64,8 @@ from amc.results import (
 )
 from amc.runner import METRICS, run_methods, summarise, task_list
 from amc.smc.records import TaskResult
+from amc.smc.room import rollouts_from_histories, summarise_room
+from amc.value.data import histories_from_record
 
 METRICS_PER_METHOD = ("success", "oracle_best", "deployable_reward", "max_weight_reward")
 """The per-method numbers in the DVC metrics file (the rest is in the record and MLflow)."""
@@ -241,11 +244,35 @@ def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
            "prior": p.prior.name, "split": p.evaluate.split, "n_tasks": len(pl["tasks"]),
            "seeds": pl["seeds"], "n_grid": pl["n_grid"], "models": pl["models"],
            "wall_s": wall, "sessions": sessions, "config": resolved_config(p),
-           "methods": methods, "paired": paired_to_bon(methods, results)}
+           "methods": methods, "paired": paired_to_bon(methods, results),
+           "room": room_record(p, pl, results)}
     write_json_atomic(record_path(p), out)
     write_json_atomic(p.evaluate.out_dir / DETAIL, flat_metrics(out))  # every number, flat
     write_json_atomic(p.evaluate.metrics_file,
                       eval_headline(out, p.evaluate.selection_value is not None))
+    return out
+
+
+def room_record(p: PipelineParams, pl: dict[str, Any],
+                results: dict[str, list[TaskResult]]) -> dict[str, Any]:
+    """The offline room (:mod:`amc.smc.room`) of each Best-of-N arm at each resampling step:
+    every seed's N rollouts of a task are a group, the other seeds' rollouts give a state's
+    chance (so it needs two seeds or more; the state key is the benchmark's observed summary)."""
+    summarise_state = get_benchmark(p.env.name).observed_summary or (lambda h: h.observation)
+    out: dict[str, Any] = {}
+    for m in pl["methods"]:
+        if not m["spec"].startswith("bon@") or len(pl["seeds"]) < 2:
+            continue
+        by_task: dict[str, list[Any]] = {}
+        for seed in pl["seeds"]:
+            for r in results.get(f"{m['spec']}#{seed}", []):
+                hs = histories_from_record(r.to_dict())
+                by_task.setdefault(r.task_id, []).extend(rollouts_from_histories(
+                    hs, [seed] * len(hs), summarise_state,
+                    threshold=p.smc.success_threshold))
+        steps = [t for t in p.smc.resample_steps if 0 < t < p.smc.max_steps]
+        out[m["spec"]] = [summarise_room(by_task, n=m["n"], horizon=p.smc.max_steps, step=t,
+                                         beta=p.smc.beta) for t in steps]
     return out
 
 

@@ -33,11 +33,12 @@ rollouts from histories with a key function).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from amc import stats
 from amc.types import History
 
 
@@ -157,3 +158,27 @@ def rollouts_from_histories(histories: Sequence[History], group_of: Sequence[Has
     return [Rollout(g, tuple((key(h.prefix(t)), t) for t in range(h.t + 1)),
                     success_step(h, threshold))
             for h, g in zip(histories, group_of, strict=True)]
+
+
+def summarise_room(by_task: Mapping[str, Sequence[Rollout]], *, n: int, horizon: int,
+                   step: int, beta: float) -> dict[str, float | int]:
+    """The room of a regime over tasks: Best-of-N (observed and from the chances), the perfect
+    resampler, and their paired difference over tasks (95% t interval, exact sign-flip p)."""
+    perfect: dict[tuple[str, int], float] = {}
+    model: dict[tuple[str, int], float] = {}
+    observed: dict[tuple[str, int], float] = {}
+    for task, rs in by_task.items():
+        for i, g in enumerate(task_room(rs, n=n, horizon=horizon, step=step, beta=beta)):
+            k = (task, i)
+            perfect[k], model[k], observed[k] = g.perfect, g.best_of_n_model, g.best_of_n
+    diff = stats.paired_difference(perfect, model)
+    per_task = stats.task_means((k[0], perfect[k] - model[k]) for k in perfect)
+    d = np.array(list(per_task.values()))
+    return {"step": step, "horizon": horizon, "n": n, "beta": beta, "tasks": diff.tasks,
+            "groups": diff.pairs,
+            "best_of_n": stats.task_mean_se((k[0], v) for k, v in observed.items())[0],
+            "best_of_n_model": stats.task_mean_se((k[0], v) for k, v in model.items())[0],
+            "perfect": stats.task_mean_se((k[0], v) for k, v in perfect.items())[0],
+            "room": diff.mean, "room_lo": diff.lo, "room_hi": diff.hi,
+            "p": stats.sign_flip_p(d, exact_max=max(stats.EXACT_MAX, d.size))
+            if d.size else math.nan}

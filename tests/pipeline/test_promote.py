@@ -33,6 +33,10 @@ def test_no_champion_promotes_the_challenger(workdir: Path) -> None:
     ev = evaluate.run(p)
     assert ev["status"] == "complete"
     assert set(ev["methods"]) == {"bon@8", "smc@8+challenger"}  # no champion to compare yet
+    rooms = ev["room"]["bon@8"]  # the offline room at each resampling step; seeds = groups
+    assert [r["step"] for r in rooms] == [1, 2]
+    assert all(r["tasks"] == 10 and r["groups"] == 20 and 0 <= r["perfect"] <= 1 for r in rooms)
+    assert rooms[0]["best_of_n"] == pytest.approx(ev["methods"]["bon@8"]["success"])
     d = promote.run(p)
     assert d["promote"] and d["reason"] == "no champion yet"
     assert aliases() == {"challenger": v, "champion": v}

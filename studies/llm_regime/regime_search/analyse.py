@@ -16,16 +16,14 @@ import argparse
 import gzip
 import itertools
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from amc import stats
 from amc.envs.textcraft.summary import textcraft_summary
-from amc.smc.room import Rollout, rollouts_from_histories, task_room
+from amc.smc.room import Rollout, rollouts_from_histories, summarise_room
 from amc.types import History
 from amc.value.data import histories_from_record
 
@@ -74,26 +72,11 @@ def calls(hs: list[tuple[int, int, History]], n: int, horizon: int) -> float:
 
 def regime_row(by_task: dict[str, list[tuple[int, int, History]]], depth: int, horizon: int,
                n: int, step: int, beta: float) -> dict[str, Any]:
-    perfect, bon, observed, call = {}, {}, {}, []
-    for task, hs in by_task.items():
-        for g in task_room(rollouts(hs, n), n=n, horizon=horizon, step=step, beta=beta):
-            k = (task, g.group)
-            perfect[k], bon[k], observed[k] = g.perfect, g.best_of_n_model, g.best_of_n
-        call.append(calls(hs, n, horizon))
-    diff = stats.paired_difference(perfect, bon)
-    per_task = stats.task_means((k[0], perfect[k] - bon[k]) for k in perfect)
-    d = np.array(list(per_task.values()))
-    p_exact = stats.sign_flip_p(d, exact_max=max(stats.EXACT_MAX, d.size)) if d.size else math.nan
-    bon_calls = float(np.mean(call))
-    return {"depth": depth, "horizon": horizon, "n": n, "step": step, "beta": beta,
-            "tasks": diff.tasks, "groups": diff.pairs,
-            "best_of_n": stats.task_mean_se((k[0], v) for k, v in observed.items())[0],
-            "best_of_n_model": stats.task_mean_se((k[0], v) for k, v in bon.items())[0],
-            "perfect": stats.task_mean_se((k[0], v) for k, v in perfect.items())[0],
-            "room": diff.mean, "room_lo": diff.lo, "room_hi": diff.hi, "p": p_exact,
-            "bon_calls": bon_calls,
-            "rollout_ceiling_calls_ratio": (bon_calls + n * M_ROLLOUTS * (horizon - step))
-            / bon_calls}
+    row = summarise_room({t: rollouts(hs, n) for t, hs in by_task.items()}, n=n,
+                         horizon=horizon, step=step, beta=beta)
+    bon_calls = float(np.mean([calls(hs, n, horizon) for hs in by_task.values()]))
+    ratio = (bon_calls + n * M_ROLLOUTS * (horizon - step)) / bon_calls
+    return {"depth": depth, **row, "bon_calls": bon_calls, "rollout_ceiling_calls_ratio": ratio}
 
 
 def choose(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
