@@ -16,6 +16,7 @@ import argparse
 import gzip
 import itertools
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,37 @@ def analyse(kept: Path = KEPT) -> dict[str, Any]:
             "chosen": best, "goal_met": met}
 
 
+def fmt(x: float, signed: bool = False) -> str:
+    return "nan" if not math.isfinite(x) else (f"{x:+.3f}" if signed else f"{x:.3f}")
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The search's table (every regime, largest room first), the choice and the goal."""
+    rows = sorted(result["regimes"], key=lambda r: -r["room"])
+    lines = ["| depth | H | N | resample at | beta | tasks | Best-of-N (observed) "
+             "| Best-of-N (chances) | perfect resampler | room [95% t] | exact p "
+             "| calls / task | rollout ceiling calls |", "|" + "---|" * 13]
+    for r in rows:
+        lines.append(
+            f"| {r['depth']} | {r['horizon']} | {r['n']} | {r['step']} | {r['beta']:g} "
+            f"| {r['tasks']} | {fmt(r['best_of_n'])} | {fmt(r['best_of_n_model'])} "
+            f"| {fmt(r['perfect'])} | {fmt(r['room'], True)} [{fmt(r['room_lo'], True)}, "
+            f"{fmt(r['room_hi'], True)}] | {r['p']:.4f} | {r['bon_calls']:.1f} "
+            f"| {r['rollout_ceiling_calls_ratio']:.1f}x |")
+    c = result["chosen"]
+    if c is None:
+        verdict = "No regime's room has its interval above 0 with exact p < 0.05."
+    else:
+        verdict = (f"Chosen by the declared rule: depth {c['depth']}, H = {c['horizon']}, "
+                   f"N = {c['n']}, resampling after step {c['step']}, beta {c['beta']:g}: room "
+                   f"{fmt(c['room'], True)} [{fmt(c['room_lo'], True)}, "
+                   f"{fmt(c['room_hi'], True)}], exact p {c['p']:.4f}.")
+    goal = ("The goal (room >= +0.10, interval above 0, p < 0.05) is met." if
+            result["goal_met"] else "The goal (room >= +0.10, interval above 0, p < 0.05) is "
+            "not met by any searched regime.")
+    return "\n".join([*lines, "", verdict + " " + goal, ""])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="recompute and compare room.json")
@@ -118,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{out}: recomputes exactly")
         return 0
     out.write_text(text)
+    (KEPT / "room.md").write_text(markdown(result))
     print(f"wrote {out}: {len(result['regimes'])} regimes; chosen: {result['chosen']}")
     return 0
 

@@ -1,0 +1,66 @@
+"""The regime search's analysis on real TextCraft episodes of a random-valid-action agent: every
+declared regime gets a row, the choice rule and its ties, the kept files' round trip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
+from studies.llm_regime.regime_search import analyse
+from studies.llm_regime.regime_search.keep import keep
+from studies.llm_regime.regime_search.tasks import validation_tasks
+
+
+def write_runs(root: Path, tasks: list[str], seeds=(0, 1), n=8, steps=8) -> None:
+    suite = TextCraftSuite(TextCraftOptions(max_depth=1, n_distractors=10))
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        lines = []
+        for task in tasks:
+            env, trajs = suite.make(), []
+            for _ in range(n):
+                obs0, out = env.reset(task), []
+                for _ in range(steps):
+                    a = str(rng.choice(env.valid_actions()))
+                    r = env.step(a)
+                    out.append({"raw_text": a, "action": a, "observation": r.observation,
+                                "reward": r.reward, "done": r.done})
+                    if r.done:
+                        break
+                trajs.append({"steps": out})
+            lines.append(json.dumps({"task_id": task, "seed": seed, "observation0": obs0,
+                                     "trajectories": trajs}) + "\n")
+        d = root / "depth1"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"bon@{n}__seed{seed}.jsonl").write_text("".join(lines) + '{"task_id": "cut')
+
+
+def test_every_declared_regime_is_analysed_from_kept_files(tmp_path: Path) -> None:
+    tasks = validation_tasks(1, 4, 4901)
+    assert tasks == sorted(set(tasks), key=int) and len(tasks) == 4
+    write_runs(tmp_path / "runs", tasks)
+    kept = keep(tmp_path / "runs", tmp_path / "kept")  # complete lines only, gzipped
+    assert [f.name for f in kept] == ["bon@8__seed0.jsonl.gz", "bon@8__seed1.jsonl.gz"]
+    result = analyse.analyse(tmp_path / "kept")
+    c = json.loads((analyse.HERE / "protocol.json").read_text())["candidates"]
+    assert len(result["regimes"]) == len(c["horizon"]) * len(c["n"]) * len(c["resample_step"]) \
+        * len(c["beta"])  # depth 2 has no kept files here: skipped
+    for r in result["regimes"]:
+        assert r["tasks"] == 4 and r["groups"] == 4 * 2 * 8 // r["n"]
+        assert 0 <= r["best_of_n_model"] <= 1 and 0 <= r["perfect"] <= 1
+        assert r["rollout_ceiling_calls_ratio"] > 1
+    text = analyse.markdown(result)
+    assert text.count("\n| 1 |") == len(result["regimes"]) and "goal" in text
+
+
+def test_choice_rule_and_its_ties() -> None:
+    base = {"depth": 1, "horizon": 8, "n": 8, "step": 2, "room": 0.12, "room_lo": 0.02,
+            "p": 0.01}
+    rows = [base, {**base, "n": 4}, {**base, "n": 4, "step": 3},
+            {**base, "room": 0.3, "room_lo": -0.01, "p": 0.01},
+            {**base, "room": 0.3, "room_lo": 0.1, "p": 0.06}]
+    assert analyse.choose(rows) == {**base, "n": 4, "step": 3}
+    assert analyse.choose(rows[3:]) is None
