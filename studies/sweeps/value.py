@@ -130,7 +130,9 @@ def dataset_options(vp: ValueParams, env: str = "textcraft") -> DatasetOptions:
     from amc.value.render import RenderOptions
 
     render = RenderOptions(env=env, history_k=vp.history_k, max_tokens=vp.max_length - 4,
-                           preamble="Predict the future reward.", show_budget=vp.show_budget)
+                           preamble="Predict the future reward.", show_budget=vp.show_budget,
+                           show_summary=False)  # every kept sweep value was trained without
+                                                # the observed summary (issue 49)
     return DatasetOptions(render=render, val_fraction=0.15, test_fraction=0.15, seed=vp.seed)
 
 
