@@ -54,6 +54,12 @@ class LearnedValueOptions(Frozen):
     """LRU cache entries (rendered state -> value); 0 disables the cache."""
     render: dict[str, Any] | None = None
     """Overrides of the model's training-time render options (changes what the model sees!)."""
+    temperature: Literal["fitted", "none"] = "fitted"
+    """fitted: a model that stores a resampling temperature T fitted on validation
+    (:mod:`amc.value.temperature`) has its values scaled by beta / T, so the resampling
+    weights go as exp(V / T) instead of exp(V / beta) (the target is unchanged: the weights
+    telescope to the reward / beta); none: the values as trained. Models without a stored T
+    are never scaled."""
 
 
 class LearnedValue:
@@ -71,6 +77,7 @@ class LearnedValue:
         self._worker: asyncio.Task[None] | None = None
         self.stats = {"states": 0, "cache_hits": 0, "forward_states": 0, "calls": 0}
         self.meta: dict[str, Any] = {}
+        self.scale = 1.0  # beta / T with a fitted resampling temperature (make_learned_value)
 
     @classmethod
     def load(cls, uri: str, *, tracking_uri: str | None = None, batch_size: int = 64,
@@ -107,7 +114,7 @@ class LearnedValue:
         fresh = dict(zip(todo, predict_texts(self.model, self.tokenizer, todo, self.batch_size,
                                              self.device), strict=True))
         self.stats["forward_states"] += len(todo)
-        out = [fresh[t] if t in fresh else self._cache[t] for t in texts]
+        out = [(fresh[t] if t in fresh else self._cache[t]) * self.scale for t in texts]
         if self.cache_size:
             for t in texts:  # refresh recency, insert new ones, evict the oldest
                 self._cache[t] = fresh.get(t, self._cache.get(t, 0.0))
@@ -158,11 +165,15 @@ class LearnedValue:
 
 @VALUES.register("learned", options=LearnedValueOptions)
 def make_learned_value(options: LearnedValueOptions, *, env_name: str | None = None,
-                       **_: object) -> LearnedValue:
-    """A trained value model from the MLflow registry or a local directory."""
+                       beta: float | None = None, **_: object) -> LearnedValue:
+    """A trained value model from the MLflow registry or a local directory (scaled by
+    beta / T when it stores a fitted temperature T and ``options.temperature`` is fitted)."""
     value = LearnedValue.load(options.model, tracking_uri=options.tracking_uri,
                               batch_size=options.batch_size, device=options.device,
                               cache_size=options.cache_size, render_overrides=options.render)
+    t = (value.meta.get("metrics") or {}).get("resample_temperature")
+    if options.temperature == "fitted" and t is not None and beta is not None:
+        value.scale = float(beta) / float(t)
     trained_env = value.meta.get("env")
     if env_name and trained_env and render_env_for(env_name) != render_env_for(trained_env):
         warnings.warn(f"value model trained on {trained_env!r} is used on {env_name!r}",
