@@ -58,6 +58,7 @@ from amc.smc.methods import parse_method
 from amc.smc.records import TaskResult
 from amc.smc.reselect import reselect
 from amc.smc.sampler import run_task
+from amc.smc.value_spread import spread_fields
 from amc.stats import task_mean_se
 
 METRICS = ("oracle_best", "deployable_reward", "max_weight_reward", "weighted_mean_reward",
@@ -361,11 +362,11 @@ async def run_methods(cfg: RunConfig, *, progress: bool = True,
 def summarise(results: Mapping[str, Sequence[TaskResult]],
               failed: Mapping[str, Sequence[Mapping[str, Any]]] | None = None
               ) -> list[dict[str, Any]]:
-    """Per-method rows: mean and s.e. over tasks (seeds averaged within a task) of each metric.
+    """Per-method rows: mean and s.e. over tasks (seeds averaged first) of each metric, and
+    how often the value scored a group constant (:func:`~amc.smc.value_spread.spread_fields`).
 
     ``failed`` (keyed like ``results``) adds each method's count of failed (task, seed) runs;
-    they are not in the means. A method whose every task failed still gets a row.
-    """
+    they are not in the means. A method whose every task failed still gets a row."""
     by_method: dict[str, list[TaskResult]] = {}
     n_failed: dict[str, int] = {}
     for key, rs in results.items():
@@ -384,7 +385,7 @@ def summarise(results: Mapping[str, Sequence[TaskResult]],
         row["tokens_per_task"] = sum(r.usage.total_tokens for r in rs) / max(len(rs), 1)
         row["cost_per_task"] = sum(r.usage.cost_usd for r in rs) / max(len(rs), 1)
         row["log_z"] = task_mean_se([(r.task_id, r.metrics["log_z"]) for r in rs])[0]
-        rows.append(row)
+        rows.append({**row, **spread_fields(name, rs)})
     return rows
 
 

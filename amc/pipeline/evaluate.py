@@ -245,7 +245,8 @@ def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
            "seeds": pl["seeds"], "n_grid": pl["n_grid"], "models": pl["models"],
            "wall_s": wall, "sessions": sessions, "config": resolved_config(p),
            "methods": methods, "paired": paired_to_bon(methods, results),
-           "room": room_record(p, pl, results)}
+           "room": room_record(p, pl, results),
+           "warnings": [w for m in methods.values() for w in m.get("warnings") or ()]}
     write_json_atomic(record_path(p), out)
     write_json_atomic(p.evaluate.out_dir / DETAIL, flat_metrics(out))  # every number, flat
     write_json_atomic(p.evaluate.metrics_file,
@@ -356,9 +357,10 @@ def run(p: PipelineParams, *, progress: bool = False) -> dict[str, Any]:
 
 
 def line(ev: dict[str, Any]) -> str:
-    """The stage's one-line result: success per method."""
+    """The stage's one-line result: success per method (then a line per warning)."""
     return "evaluate: " + ", ".join(f"{s} {m['success']:.2f}"
-                                    for s, m in ev["methods"].items()) + " (success)"
+                                    for s, m in ev["methods"].items()) + " (success)" + "".join(
+        f"\nwarning: {w}" for w in ev.get("warnings") or ())
 
 
 if __name__ == "__main__":  # the DVC stage's cmd: progress on stderr (lines when it is a log)

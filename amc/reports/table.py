@@ -25,7 +25,8 @@ def format_table(rows: Sequence[Mapping[str, Any]], width: int | None = None) ->
 
     With ``width`` (e.g. the terminal's), a wider table leaves out, in this order, columns
     that say nothing (``n/a`` or zero in every row), then the :data:`SPARE` diagnostics, until
-    it fits; a last line names what it left out.
+    it fits; a line names what it left out. A row's ``warnings`` (a value constant within
+    its groups, :mod:`amc.smc.value_spread`) follow, one line each.
     """
     head = ["method", "tasks", "failed", *LABELS, "tokens/task", "$/task"]
     body = [[r["method"], str(r["tasks"]), str(r.get("failed", 0)),
@@ -45,6 +46,7 @@ def format_table(rows: Sequence[Mapping[str, Any]], width: int | None = None) ->
     lines.insert(1, fmt.format(*("-" * w for w in widths)))
     if hidden:
         lines.append(f"(hidden at {width} columns: {', '.join(hidden)}; all in summary.json)")
+    lines += [f"warning: {w}" for r in rows for w in r.get("warnings") or ()]
     return "\n".join(lines)
 
 
