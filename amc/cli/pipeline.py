@@ -95,9 +95,9 @@ def results_doc_cmd(
     plots: Path | None = typer.Option(
         None, "--plots-dir", help="Plots to include instead of report.plots_dir."),
     declared: list[str] = typer.Option(
-        [], "--declared", help="TITLE=DECLARED,EVAL: a declared test set (its file under "
-        "amc/pipeline/declared/) and its evaluation summary, as a section before the others "
-        "(repeatable)."),
+        [], "--declared", help="TITLE=DECLARED,EVAL: a declared test set (its JSON file, "
+        "committed before its runs) and its evaluation summary, as a section before the "
+        "others (repeatable)."),
     summary_title: str | None = typer.Option(
         None, help="Heading of the pipeline summary's section."),
     rounds: Path | None = typer.Option(

@@ -16,26 +16,28 @@ collection, recorded as an MLflow run of experiment ``amc-collect`` that lasts a
 collection did. With ``rounds.enabled`` it first opens (or resumes) the round and collects into
 the round's own directory with the round's fresh seeds (:mod:`amc.pipeline.rounds`). The
 configuration is validated before any stale file is deleted, so a bad override never costs
-finished rollouts. Tasks that a declared test set reserves (:mod:`amc.pipeline.testset`) are
-never collected: they are left out of the split before ``max_tasks`` applies.
+finished rollouts. Tasks that a held-out set reserves (``collect.exclude_tasks_files``: a test
+set declared before its runs, so no value is ever trained on its tasks) are never collected:
+they are left out of the split before ``max_tasks`` applies (:func:`allowed_tasks`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from amc.config import RunConfig, config_hash
+from amc.envs.benchmarks import get_benchmark
 from amc.pipeline import rounds
 from amc.pipeline.artifacts import MANIFEST, drop_stale
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, check_components, stage_main
-from amc.pipeline.testset import excluded_tasks
 from amc.registry import ENVIRONMENTS
 from amc.results import read_jsonl, results_path, write_json_atomic, write_jsonl_atomic
 from amc.run_hash import _method_run_config
@@ -56,7 +58,7 @@ class CollectResult:
 def run_config(p: PipelineParams, out_dir: Path | None = None,
                task_ids: Sequence[str] | None = None) -> RunConfig:
     """The runner configuration of the collect stage (Best-of-G on the train split, less the
-    tasks of declared test sets: :func:`allowed_tasks`)."""
+    tasks of held-out sets: :func:`allowed_tasks`)."""
     c = p.collect
     if task_ids is None:
         task_ids = allowed_tasks(p)
@@ -68,12 +70,39 @@ def run_config(p: PipelineParams, out_dir: Path | None = None,
         max_concurrent_particles=c.max_concurrent_particles, out_dir=out_dir or c.out_dir)
 
 
+def task_identity(env: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options that decide what a task id means (the benchmark record's ``task_identity``):
+    two configurations with the same identity name the same tasks by the same ids."""
+    return {k: (None if options.get(k) is None else str(options.get(k)))
+            for k in get_benchmark(env).task_identity}
+
+
+def excluded_tasks(env: str, options: Mapping[str, Any], files: Sequence[Path]) -> set[str]:
+    """Task ids the held-out sets of ``files`` reserve for this environment: each file is JSON
+    with ``tasks``; one that names ``env`` (``name``, and ``identity`` as
+    :func:`task_identity` gives it) reserves them only for that environment and identity."""
+    out: set[str] = set()
+    for f in files:
+        try:
+            held = json.loads(Path(f).read_text())
+            tasks, scope = held["tasks"], held.get("env")
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"collect.exclude_tasks_files: {f}: not a held-out task set "
+                             f"(JSON with 'tasks'): {err}") from err
+        if scope is None or (scope.get("name") == env
+                             and scope.get("identity") == task_identity(env, options)):
+            out.update(str(t) for t in tasks)
+    return out
+
+
 def allowed_tasks(p: PipelineParams) -> list[str] | None:
-    """The split's tasks minus those a declared test set reserves (after max_tasks), or None
-    when no declaration applies (the runner then takes the split as it is)."""
+    """The split's tasks minus those the held-out sets reserve (then max_tasks), or None when
+    none applies (the runner then takes the split as it is)."""
+    if not p.collect.exclude_tasks_files:
+        return None
     valid = ENVIRONMENTS.validate(p.env.name, p.env.options)
     opts = {} if valid is None else valid.model_dump(mode="json")
-    excluded = excluded_tasks(p.env.name, opts)
+    excluded = excluded_tasks(p.env.name, opts, p.collect.exclude_tasks_files)
     if not excluded:
         return None
     suite = ENVIRONMENTS.build(p.env.name, p.env.options)

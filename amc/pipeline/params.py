@@ -62,6 +62,11 @@ class CollectParams(Frozen):
     """Particle steps in flight at once, across tasks."""
     out_dir: Path = Path("data/trajectories")
     """Where the per-seed JSON-lines trajectory files and manifest.json go."""
+    exclude_tasks_files: tuple[Path, ...] = ()
+    """Held-out task sets never collected (a test set declared before its runs, so no value is
+    trained on its tasks): JSON files with ``tasks``; one that names ``env`` (``name`` and
+    ``identity``, :func:`amc.pipeline.collect.task_identity`) applies to that environment and
+    identity only. Their tasks leave the split before ``max_tasks`` applies."""
 
 
 class DatasetParams(Frozen):
@@ -121,8 +126,9 @@ class EvaluateParams(Frozen):
     max_tasks: int | None = Field(None, ge=1)
     """Only the first max_tasks tasks of the split (None = all)."""
     tasks_file: Path | None = None
-    """A declared test set (JSON with ``tasks``, :mod:`amc.pipeline.testset`): evaluate exactly
-    its tasks, in its order (split and max_tasks then do not apply). None: the split."""
+    """A declared test set (JSON with ``tasks``, e.g. one of ``collect.exclude_tasks_files``):
+    evaluate exactly its tasks, in its order (split and max_tasks then do not apply). None: the
+    split."""
     block_tasks: int | None = Field(None, ge=1)
     """Paired blocks: run seed by seed, this many tasks at a time, every method on a block
     before the next, so an evaluation stopped midway leaves paired results (None: method by
@@ -230,7 +236,7 @@ class RoundsParams(Frozen):
     restore_tol: float = Field(1e-6, ge=0.0)
     """Largest |difference| in a validation metric (Pearson, AUC, MAE) a version retrained by a
     fresh sitting's restore may show from its ledger record; CPU training is deterministic on one
-    machine only (:mod:`amc.pipeline.round_restore`)."""
+    machine only (a study restoring its rounds' registry reads it)."""
 
 
 class FlowParams(Frozen):

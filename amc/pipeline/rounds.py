@@ -136,7 +136,7 @@ def open_round(p: PipelineParams, adopt_base: int | None = None) -> dict[str, An
 
     ``adopt_base``: open it with that seed block instead of the next unused one, for a round
     that *adopts* rollouts already collected with those seeds (the kept files copied in by
-    :func:`amc.pipeline.round_eval.seed_round0`) rather than collecting them again; it must
+    a study seeding round 0 from its kept files) rather than collecting them again; it must
     still be disjoint from every earlier round's seeds."""
     if not enabled(p):
         raise ValueError("rounds.enabled is false: set it in params.yaml to retrain in rounds")

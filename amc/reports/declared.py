@@ -1,8 +1,8 @@
 """A declared test set's section of ``docs/results.md``: the primary comparison first.
 
-A *declared* test set (``amc/pipeline/declared/*.json``, :mod:`amc.pipeline.testset`) fixes the
-tasks, seeds, methods, the primary comparison and the power calculation in a file committed
-before it runs. Its section reports, in this order: what was declared (size, seeds, the
+A *declared* test set (a JSON file evaluated through ``evaluate.tasks_file``) fixes the tasks,
+seeds, methods, the primary comparison and the power calculation in a file committed before it
+runs. Its section reports, in this order: what was declared (size, seeds, the
 primary comparison as declared, the planned power), the primary result read with the same
 rule as every other paired difference (separable only when the 95% t interval excludes 0 and
 the exact sign-flip p < 0.05), the *realised* power (the per-task sd the run observed and the

@@ -1,7 +1,7 @@
 """Value quality per round on one fixed held-out set, and the rounds' figure.
 
-:mod:`amc.pipeline.round_values` scores every round's value on the same states (every prefix
-of the declared test set's kept Best-of-N prior rollouts, which no round trains on) and writes
+A rounds study scores every round's value on the same states (every prefix of the declared
+test set's kept Best-of-N prior rollouts, which no round trains on) and writes
 ``heldout-values.json`` beside the ledgers. The ledger's validation metrics come from each
 round's own split, which grows with the dataset; only these compare across rounds. This module
 renders them: a table (AUC, within-(task, step) AUC in total and at each resampling step,
@@ -20,7 +20,7 @@ from typing import Any
 from amc.plots import pyplot, save_png
 
 HELDOUT_FILE = "heldout-values.json"
-"""The file :mod:`amc.pipeline.round_values` writes in the rounds' kept folder."""
+"""The file of every round's held-out value quality, in the rounds' kept folder."""
 
 
 def load_heldout(src: Path) -> dict[str, Any] | None:

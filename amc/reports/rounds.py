@@ -128,7 +128,7 @@ def _attach_versus_first(src: Path, entries: list[dict[str, Any]]) -> None:
 
 def _attach_restores(ledger: Path, entries: list[dict[str, Any]]) -> None:
     """Each round's recorded restores (``restores.jsonl``, written by
-    ``amc.pipeline.round_restore``: retrained near-copies), if any."""
+    by a restore of the rounds' registry: retrained near-copies), if any."""
     path = ledger / "restores.jsonl"
     found = [json.loads(ln) for ln in path.read_text().splitlines()
              if ln.strip()] if path.is_file() else []

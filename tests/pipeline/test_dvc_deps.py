@@ -143,6 +143,10 @@ def locked(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy(ROOT / f, root / f)
     spec = yaml.safe_load((root / "dvc.yaml").read_text())
     for stage in spec["stages"].values():
+        for dep in stage.get("deps", []):  # a data file outside amc/ (a held-out task set)
+            if not dep.startswith("amc/") and (ROOT / dep).is_file():
+                (root / dep).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(ROOT / dep, root / dep)
         for entry in [*stage.get("outs", []), *stage.get("metrics", [])]:
             path = root / (entry if isinstance(entry, str) else next(iter(entry)))
             if path.suffix:  # a file output

@@ -13,7 +13,7 @@ from amc.reports.results_doc import write_results_doc
 from amc.stats import t_power
 
 ROOT = Path(__file__).resolve().parents[2]
-DECLARED = ROOT / "amc/pipeline/declared/llm-regime-testset60.json"
+DECLARED = ROOT / "studies/llm_regime/declared/llm-regime-testset60.json"
 EVAL = ROOT / "evidence/llm-regime/testset60/evaluation.json"
 
 

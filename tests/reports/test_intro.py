@@ -12,7 +12,7 @@ from amc.reports import intro
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "docs/results-intro.txt"
 SUMMARY = ROOT / "docs/results-assets/llm-regime/summary.json"
-DECLARED = ROOT / "amc/pipeline/declared/llm-regime-testset60.json"
+DECLARED = ROOT / "studies/llm_regime/declared/llm-regime-testset60.json"
 
 
 def fields() -> dict:

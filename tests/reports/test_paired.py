@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from amc.pipeline.kept_pairs import kept_results
 from amc.reports.paired import paired_to_bon, paired_to_zero_shot
+from studies.llm_regime.kept_pairs import kept_results
 
 KEPT = Path(__file__).resolve().parents[2] / "evidence/llm-regime/testset60/eval"
 METHODS = {"bon@4": {"role": "bon", "n": 4}, "smc@4": {"role": "smc", "n": 4},

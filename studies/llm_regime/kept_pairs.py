@@ -6,7 +6,7 @@ exact p existed lacks it; its kept results (``<method>__seed<k>.jsonl.gz``, e.g.
 ``evidence/llm-regime/eval``) hold every (task, seed) record, so the same function
 (:func:`amc.pipeline.report.paired_differences`) recomputes the block from them:
 
-    python -m amc.pipeline.kept_pairs SUMMARY KEPT_DIR
+    python -m studies.llm_regime.kept_pairs SUMMARY KEPT_DIR
 
 Only ``paired`` and ``paired_values`` (AMC minus zero-shot SMC, with each side's prior calls
 per run) change; every other field of the summary stays as the report wrote it.
@@ -58,7 +58,7 @@ def refresh(summary_file: Path, kept: Path) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
-        print("error: usage: python -m amc.pipeline.kept_pairs SUMMARY KEPT_DIR",
+        print("error: usage: python -m studies.llm_regime.kept_pairs SUMMARY KEPT_DIR",
               file=sys.stderr)
         return 2
     try:

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from amc.pipeline import round_eval, round_restore, rounds
+from amc.pipeline import rounds
 from amc.pipeline.params import load_params
+from studies.llm_regime import round_eval, round_restore
 from tests.pipeline.conftest import TOY_PARAMS, register_version
 
 
@@ -108,7 +109,7 @@ def test_the_real_rounds_reuse_the_kept_baselines_rollouts_and_rerun_only_amc(
     from amc.run_hash import sample_hash
     from amc.runner import resolve_methods
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     monkeypatch.chdir(root)
     y = yaml.safe_load((root / "configs/llm-regime/rounds.yaml").read_text())
     y["rounds"]["ledger_dir"] = str(tmp_path / "ledger")
@@ -141,7 +142,7 @@ def test_the_declared_sets_kept_results_keep_their_hash_with_the_store_named() -
     from amc.run_hash import _method_run_config
     from amc.runner import resolve_methods
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     q = load_params(root / "configs/llm-regime/testset60.yaml")
     ev = json.loads((root / "evidence/llm-regime/testset60/evaluation.json").read_text())
     pl = {"tasks": ["0"], "seeds": [0], "models": ev["models"],

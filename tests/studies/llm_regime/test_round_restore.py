@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from amc.pipeline import round_restore
 from amc.pipeline.params import PipelineParams
+from studies.llm_regime import round_restore
 
 RECORDED = {"version": "1", "result": {"best_val_pearson": 0.60, "best_val_auc": 0.84,
                                        "best_val_mae": None}}

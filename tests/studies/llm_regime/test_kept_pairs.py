@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from amc.pipeline.kept_pairs import main, refresh
+from studies.llm_regime.kept_pairs import main, refresh
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SUMMARY = REPO / "docs/results-assets/llm-regime/summary.json"
 KEPT = REPO / "evidence/llm-regime/eval"
 

@@ -1,5 +1,5 @@
 """The declared LLM test set: its power calculation, its tasks, and their exclusion from every
-later collection (real TextCraft split, real collect configuration)."""
+later collection of the study's params files (real TextCraft split, real collect configuration)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from amc.pipeline import collect, evaluate
+from amc.pipeline import collect
 from amc.pipeline.params import load_params
-from amc.pipeline.testset import (
+from amc.registry import ENVIRONMENTS
+from amc.stats import tasks_for_power
+from studies.llm_regime.testset import (
     DECLARED,
     choose_train_tasks,
-    excluded_tasks,
     per_task_differences,
     power_calculation,
 )
-from amc.registry import ENVIRONMENTS
-from amc.stats import tasks_for_power
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DECLARATION = DECLARED / "llm-regime-testset60.json"
 LLM = REPO / "configs/llm-regime/params.yaml"
 
@@ -87,32 +86,3 @@ def test_every_collection_skips_the_declared_tasks(declared: dict) -> None:
         "env": p.env.model_copy(update={"options": {**p.env.options, "max_depth": 2}}),
         "collect": everything.collect.model_copy(update={"split": "test"})})
     assert not set(collect.all_tasks(deeper)) & set(declared["tasks"])
-
-
-def test_a_declaration_applies_only_to_its_environment_and_task_identity(tmp_path: Path) -> None:
-    dec = {"env": {"name": "textcraft", "identity": {
-        "recipe_source": "minecraft-data", "minecraft_version": "1.16.1", "split": "default",
-        "splits_dir": None}}, "tasks": ["5", "7"]}
-    (tmp_path / "a.json").write_text(json.dumps(dec))
-    opts = ENVIRONMENTS.validate("textcraft", {}).model_dump(mode="json")
-    assert excluded_tasks("textcraft", opts, tmp_path) == {"5", "7"}
-    assert excluded_tasks("textcraft", {**opts, "split": "paper"}, tmp_path) == set()
-    assert excluded_tasks("synthetic", {}, tmp_path) == set()
-
-
-def test_evaluate_runs_exactly_the_declared_tasks_in_paired_blocks(workdir: Path) -> None:
-    (workdir / "set.json").write_text(json.dumps({"tasks": ["3", "10001", "0"]}))
-    p = load_params("params.yaml")
-    e = p.evaluate.model_copy(update={"tasks_file": Path("set.json"), "methods": ("bon",),
-                                      "block_tasks": 2, "seeds": (0, 1)})
-    p = p.model_copy(update={"evaluate": e})
-    pl = evaluate.plan(p)
-    assert pl["tasks"] == ["3", "10001", "0"]
-    runs = evaluate.blocks(evaluate.run_config(p, pl), 2)
-    assert [(r.seeds, r.task_ids) for r in runs] == [
-        ((0,), ("3", "10001")), ((0,), ("0",)),
-        ((1,), ("3", "10001")), ((1,), ("0",))]
-    (workdir / "bad.json").write_text("[1, 2]")
-    with pytest.raises(ValueError, match="not a test-set declaration"):
-        evaluate.plan(p.model_copy(update={"evaluate": e.model_copy(
-            update={"tasks_file": Path("bad.json")})}))

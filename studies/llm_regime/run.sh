@@ -2,16 +2,16 @@
 # Issue 13, item 9: the LLM regime with the embedded prior, every step resumable (finished
 # (task, method, seed) results are kept, cached prior calls replay; rerun to go on). Run from the
 # repository root with the venv's bin on PATH; settings in configs/llm-regime/params.yaml.
-#   scripts/llm_regime.sh collect     # Best-of-15 on 24 train tasks (360 rollouts; resumes)
-#   scripts/llm_regime.sh calibrate   # Best-of-4 vs Best-of-15 at budgets 2..B (train tasks)
-#   scripts/llm_regime.sh value       # dataset + train (MiniLM value, MLflow in runs/llm-regime)
-#   scripts/llm_regime.sh evaluate    # ReAct, Best-of-N, zero-shot SMC, AMC; N in {4, 8, 15}
-#   scripts/llm_regime.sh report      # plots + summary; copies to docs/results-assets/
-#   scripts/llm_regime.sh keep        # a running evaluation's finished results, kept now
-#   scripts/llm_regime.sh rounds [K]  # rounds 0..K-1 (default 4) of the Prefect retraining
+#   studies/llm_regime/run.sh collect     # Best-of-15 on 24 train tasks (360 rollouts; resumes)
+#   studies/llm_regime/run.sh calibrate   # Best-of-4 vs Best-of-15 at budgets 2..B (train tasks)
+#   studies/llm_regime/run.sh value       # dataset + train (MiniLM value, MLflow in runs/llm-regime)
+#   studies/llm_regime/run.sh evaluate    # ReAct, Best-of-N, zero-shot SMC, AMC; N in {4, 8, 15}
+#   studies/llm_regime/run.sh report      # plots + summary; copies to docs/results-assets/
+#   studies/llm_regime/run.sh keep        # a running evaluation's finished results, kept now
+#   studies/llm_regime/run.sh rounds [K]  # rounds 0..K-1 (default 4) of the Prefect retraining
 #                                     # flow + each challenger on the declared 60-task set
-#   scripts/llm_regime.sh rounds-keep # a running `rounds`' finished results, kept now
-#   scripts/llm_regime.sh rounds-registry  # only the fresh sitting's restore (rounds does it)
+#   studies/llm_regime/run.sh rounds-keep # a running `rounds`' finished results, kept now
+#   studies/llm_regime/run.sh rounds-registry  # only the fresh sitting's restore (rounds does it)
 # The budget is chosen on the calibration (train tasks) before any test task runs: collect
 # with smc.max_steps = B, pick b <= B, set smc.max_steps = b in the params file, rerun collect
 # (the shorter rollouts are the longer ones' first b steps: replayed from the response cache).
@@ -36,7 +36,7 @@ keep() {  # keep SRC DEST: gzip the complete lines of every (method, seed) resul
 # round's evaluation); KR: what is kept in the repository (gzipped results, ledgers), restored
 # first, so a rerun -- also in a later sitting -- continues. The last round (K-1) is evaluated
 # at every N of GRID. Not kept: the MLflow store (the values' weights); a fresh sitting retrains
-# them from the kept rollouts and checks each against its ledger (amc.pipeline.round_restore).
+# them from the kept rollouts and checks each against its ledger (studies.llm_regime.round_restore).
 RP=${RP:-configs/llm-regime/rounds.yaml}
 T=${T:-configs/llm-regime/testset60.yaml}
 KR=${KR:-evidence/llm-regime/rounds}
@@ -92,7 +92,7 @@ rounds_restore() {  # KR back into runs/ (what a fresh sitting lacks)
 round_eval() {  # round_eval R [N_GRID]: round R's challenger on the declared set (resumable)
   local r=$1 tag; tag=$(printf 'round-%04d' "$1")
   local RX; RX=$(dirname "$(pget "$RP" p.rounds.ledger_dir)")/declared/$tag.yaml
-  python -m amc.pipeline.round_eval params "$RP" "$T" "$r" "$RX" ${2:+--n-grid "$2"} >/dev/null
+  python -m studies.llm_regime.round_eval params "$RP" "$T" "$r" "$RX" ${2:+--n-grid "$2"} >/dev/null
   local E; E=$(pget "$RX" p.evaluate.out_dir)
   unkeep "$KR/$tag/eval" "$E"
   for f in "$KT"/*.jsonl.gz; do  # the kept baselines: re-selected by this value, not re-sampled
@@ -111,15 +111,15 @@ rounds_registry() {  # a fresh sitting: kept files back, round 0 seeded, values 
   # evaluate opens models:/ URIs in mlflow_uri's store; the flow's other MLflow clients too
   MLFLOW_TRACKING_URI=$(pget "$RP" p.mlflow_uri); export MLFLOW_TRACKING_URI
   rounds_restore
-  python -m amc.pipeline.round_eval seed0 "$RP" "${KTRAJ:-evidence/llm-regime/trajectories}"
-  python -m amc.pipeline.round_eval restore "$RP" --kept "$KR"
+  python -m studies.llm_regime.round_eval seed0 "$RP" "${KTRAJ:-evidence/llm-regime/trajectories}"
+  python -m studies.llm_regime.round_eval restore "$RP" --kept "$KR"
   rounds_keep  # the restore's record
 }
 rounds_main() {  # rounds 0..K-1: seed round 0, then flow + declared evaluation per round
   local K=$1 r closed ev
   rounds_registry
   while :; do
-    closed=$(python -m amc.pipeline.round_eval closed "$RP")
+    closed=$(python -m studies.llm_regime.round_eval closed "$RP")
     for r in $closed; do  # every closed round is measured on the declared set at the
       # template's N (its row); the last one then at every N of GRID too (the same files plus
       # the other N's: hours, resumable), which rewrites its evaluation with the superset
@@ -129,7 +129,7 @@ rounds_main() {  # rounds 0..K-1: seed round 0, then flow + declared evaluation 
     done
     # each trained round's value on one fixed held-out set (the declared set's kept Best-of-4
     # prior rollouts); resumable: only rounds not yet in the file are scored
-    python -m amc.pipeline.round_values "$RP" "$KT" "$KR/heldout-values.json"
+    python -m studies.llm_regime.round_values "$RP" "$KT" "$KR/heldout-values.json"
     [ "$(echo "$closed" | wc -w)" -ge "$K" ] && break
     local rc=0
     python -c "from flows.retrain_and_promote import retrain_and_promote as f; f(params_path='$RP')" || rc=$?
@@ -137,7 +137,7 @@ rounds_main() {  # rounds 0..K-1: seed round 0, then flow + declared evaluation 
     [ $rc -eq 0 ] || exit $rc
     # the round just closed: its gate's evaluation also under its own folder (the live copy
     # in $KR/gate-eval is the next round's once that starts)
-    r=$(python -m amc.pipeline.round_eval closed "$RP" | tr ' ' '\n' | sort -n | tail -1)
+    r=$(python -m studies.llm_regime.round_eval closed "$RP" | tr ' ' '\n' | sort -n | tail -1)
     keep "$(pget "$RP" p.evaluate.out_dir)" "$KR/$(printf 'round-%04d' "$r")/gate-eval"
   done
   rounds_keep

@@ -13,7 +13,7 @@ score, Pearson and MAE against the target, and ``auc_within``: the AUC over pair
 the same task at the same step only -- the comparison resampling makes -- in total and at each
 resampling step (``smc.resample_steps``), where the value steers.
 
-``python -m amc.pipeline.round_values ROUNDS_PARAMS EVAL_DIR OUT [--spec bon@4]`` scores every
+``python -m studies.llm_regime.round_values ROUNDS_PARAMS EVAL_DIR OUT [--spec bon@4]`` scores every
 round whose ledger has a trained version and is not yet in ``OUT`` (resumable, written after
 each round); the rounds' MLflow store must hold those versions.
 """
@@ -152,7 +152,7 @@ def score_rounds(p: PipelineParams, eval_dir: Path, out: Path, spec: str = "bon@
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m amc.pipeline.round_values")
+    ap = argparse.ArgumentParser(prog="python -m studies.llm_regime.round_values")
     ap.add_argument("rounds", type=Path, help="the rounds' params file")
     ap.add_argument("eval_dir", type=Path, help="the declared set's kept results folder")
     ap.add_argument("out", type=Path, help="the JSON file to write (resumed if present)")

@@ -4,7 +4,8 @@ A test set is *declared* in a JSON file committed before any of its runs (git hi
 the order). The file holds the task ids, the seeds, the methods, the primary comparison and
 the power calculation that sized it. Train-split tasks in a declared set were never used by a
 collection, a calibration or a choice; once declared they are excluded from every later
-collection (:func:`excluded_tasks`, applied by :mod:`amc.pipeline.collect`), so no value is
+collection (each params file of this repository lists the declaration in
+``collect.exclude_tasks_files``, which :mod:`amc.pipeline.collect` applies), so no value is
 ever trained on them.
 
 Power calculation (:func:`power_calculation`, pure): from the per-task paired differences of
@@ -12,8 +13,8 @@ a kept pilot run (seeds averaged within each task, the unit the test uses), the 
 whose two-sided t test detects ``effect`` with the wanted power (noncentral t at the pilot's
 sd), plus a seeded simulation of both tests on the planned size: tasks drawn from the pilot's
 centred per-task differences shifted by ``effect``, the t interval and the exact sign-flip p
-(:func:`amc.stats.sign_flip_p`) each at the level. ``python -m amc.pipeline.testset`` writes a
-declaration from the kept LLM-regime evaluation (see ``--help``).
+(:func:`amc.stats.sign_flip_p`) each at the level. ``python -m studies.llm_regime.testset``
+writes a declaration from the kept LLM-regime evaluation (see ``--help``).
 """
 
 from __future__ import annotations
@@ -22,17 +23,17 @@ import argparse
 import gzip
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from amc import stats
-from amc.envs.benchmarks import get_benchmark
+from amc.pipeline.collect import task_identity
 
 DECLARED = Path(__file__).parent / "declared"
-"""Committed declarations (package data): every collection skips their tasks."""
+"""Committed declarations: every collection that lists one skips its tasks."""
 
 
 def power_calculation(per_task: Sequence[float], *, effect: float, level: float = 0.05,
@@ -105,26 +106,8 @@ def choose_train_tasks(train: Sequence[str], used: Sequence[str], k: int, seed: 
     return [t for i, t in enumerate(fresh) if i in pick]
 
 
-def identity(env: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options that decide what a task id means (the benchmark record's
-    ``task_identity``)."""
-    return {k: (None if options.get(k) is None else str(options.get(k)))
-            for k in get_benchmark(env).task_identity}
-
-
-def excluded_tasks(env: str, options: Mapping[str, Any], root: Path = DECLARED) -> set[str]:
-    """Task ids that declared test sets of this environment (same identity) reserve."""
-    out: set[str] = set()
-    want = identity(env, options)
-    for f in sorted(root.glob("*.json")):
-        dec = json.loads(f.read_text())
-        if dec["env"]["name"] == env and dec["env"]["identity"] == want:
-            out.update(str(t) for t in dec["tasks"])
-    return out
-
-
 def _args(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m amc.pipeline.testset",
+    ap = argparse.ArgumentParser(prog="python -m studies.llm_regime.testset",
                                  description="Write a test-set declaration (power + tasks).")
     ap.add_argument("--params", default="configs/llm-regime/params.yaml")
     ap.add_argument("--pilot", default="evidence/llm-regime/eval")
@@ -133,7 +116,7 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--min-tasks", type=int, default=60)
     ap.add_argument("--seed", type=int, default=0, help="seed of the train-task sample")
     ap.add_argument("--name", default="llm-regime-testset60")
-    ap.add_argument("--out", default=None, help="default: amc/pipeline/declared/<name>.json")
+    ap.add_argument("--out", default=None, help="default: studies/llm_regime/declared/<name>.json")
     return ap.parse_args(argv)
 
 
@@ -160,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra = choose_train_tasks(train, used, n_plan - len(test), a.seed)
     dec = {
         "name": a.name,
-        "env": {"name": p.env.name, "options": opts, "identity": identity(p.env.name, opts)},
+        "env": {"name": p.env.name, "options": opts, "identity": task_identity(p.env.name, opts)},
         "tasks": test + extra, "test_split_tasks": test, "train_split_tasks": extra,
         "train_sample_seed": a.seed, "used_train_tasks": used,
         "used_train_tasks_sources": (

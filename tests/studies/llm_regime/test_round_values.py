@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import yaml
 
-from amc.pipeline import evaluate, round_values, rounds
+from amc.pipeline import evaluate, rounds
 from amc.pipeline.params import load_params
+from studies.llm_regime import round_values
 from tests.pipeline.conftest import MODEL, TOY_PARAMS, register_version
 
 
