@@ -3,16 +3,20 @@
 # The declared 60-task test set comes first (its declaration and evaluation are committed),
 # then the retraining rounds kept in evidence/llm-regime/rounds (studies/llm_regime/run.sh
 # rounds); then the LLM regime's first 12-task run (studies/llm_regime/run.sh report writes its
-# summary and plots to docs/results-assets/llm-regime/); the earlier embedded configurations and the GRPO
-# comparison (scripts/grpo_compare.sh) follow as their own sections. Run from the repository
-# root with the venv's bin on PATH.
+# summary and plots to docs/results-assets/llm-regime/); the earlier embedded configurations
+# and the GRPO comparison (scripts/grpo_compare.sh) follow as their own sections. Run from the
+# repository root with the venv's bin on PATH.
 set -euo pipefail
 A=docs/results-assets
+D=studies/llm_regime/declared/llm-regime-testset60.json
+# the paragraph under the title: a template whose numbers are read from the committed records
+INTRO=$(python -m studies.llm_regime.intro docs/results-intro.txt "$A/llm-regime/summary.json" \
+  "$D" docs/evidence.md)
 amc results-doc -p configs/llm-regime/params.yaml \
   --summary "$A/llm-regime/summary.json" --plots-dir "$A/llm-regime" \
   --title "Results: TextCraft with the embedded Gemma-3-270M prior" \
-  --intro-file docs/results-intro.txt \
-  --declared "Declared 60-task test set: the primary comparison=studies/llm_regime/declared/llm-regime-testset60.json,evidence/llm-regime/testset60/evaluation.json" \
+  --intro "$INTRO" \
+  --declared "Declared 60-task test set: the primary comparison=$D,evidence/llm-regime/testset60/evaluation.json" \
   --rounds evidence/llm-regime/rounds \
   --summary-title "First LLM-regime run: 12 test tasks (before the declaration)" \
   --extra "First configuration: 12 steps, 1 seed=$A/first-configuration-12-steps-1-seed.json" \

@@ -106,10 +106,6 @@ def results_doc_cmd(
         "declared sections; 'no round has run yet' while none is kept."),
     rounds_title: str = typer.Option("Rounds on the embedded prior",
                                      help="Heading of the --rounds section."),
-    intro_file: Path | None = typer.Option(
-        None, help="Template of the paragraph under the title: its {fields} are filled from "
-        "the summary, its calibration and value records, the first --declared file and "
-        "docs/evidence.md (amc.reports.intro); instead of --intro."),
 ) -> None:
     """Generate docs/results.md (tables, plots, reading) from the report's metrics."""
     from amc.reports.results_doc import write_results_doc
@@ -142,13 +138,6 @@ def results_doc_cmd(
         if not sep or not sec_title or len(pair) != 2 or not all(x.is_file() for x in pair):
             raise ValueError(f"--declared {item!r}: need TITLE=DECLARED,EVAL of existing files")
         decls.append((sec_title, *pair))
-    if intro_file is not None:
-        from amc.reports.intro import intro_fields, render_intro
-
-        if intro is not None or not decls:
-            raise ValueError("--intro-file needs a --declared section and no --intro")
-        intro = render_intro(intro_file.read_text().strip(), intro_fields(
-            summary_file, decls[0][1], Path("docs/evidence.md")))
     written = write_results_doc(summary, plots or p.report.plots_dir, out, title=title,
                                 extra=sections, intro=intro, declared=decls,
                                 grpo=grpo_paths,  # type: ignore[arg-type]  # 3 checked above

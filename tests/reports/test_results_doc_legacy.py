@@ -120,7 +120,7 @@ def test_the_committed_results_document_is_what_its_committed_copies_generate(tm
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[2]
-    for rel in ("docs", "configs/llm-regime", "scripts/results_doc.sh", "studies/llm_regime/declared",
+    for rel in ("docs", "configs/llm-regime", "scripts/results_doc.sh", "studies",
                 "evidence/llm-regime/testset60/evaluation.json", "evidence/llm-regime/rounds"):
         src, dst = repo / rel, tmp_path / rel
         dst.parent.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,9 @@ committed files the document is generated from:
 
 :func:`digits_outside_fields` is the check that keeps it so: a digit in the template outside a
 field, a code span or a name (``Gemma-3-270M``, issue references) is an error.
+
+``python -m studies.llm_regime.intro TEMPLATE SUMMARY DECLARED EVIDENCE`` prints the paragraph
+(``scripts/results_doc.sh`` passes it to ``amc results-doc --intro``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from __future__ import annotations
 import json
 import re
 import string
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +92,23 @@ def digits_outside_fields(template: str) -> list[str]:
     for name in NAMES:
         text = text.replace(name, "")
     return re.findall(r"\S*\d\S*", text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 4:
+        print("error: usage: python -m studies.llm_regime.intro TEMPLATE SUMMARY DECLARED "
+              "EVIDENCE", file=sys.stderr)
+        return 2
+    template, summary, declared, evidence = (Path(a) for a in args)
+    try:
+        print(render_intro(template.read_text().strip(),
+                           intro_fields(summary, declared, evidence)))
+    except (OSError, ValueError, KeyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

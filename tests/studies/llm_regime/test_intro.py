@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from amc.reports import intro
+from studies.llm_regime import intro
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TEMPLATE = ROOT / "docs/results-intro.txt"
 SUMMARY = ROOT / "docs/results-assets/llm-regime/summary.json"
 DECLARED = ROOT / "studies/llm_regime/declared/llm-regime-testset60.json"
@@ -46,3 +46,13 @@ def test_an_unknown_field_is_named() -> None:
     with pytest.raises(ValueError, match=r"\['gapp'\]"):
         intro.render_intro("gap {gapp}", fields())
     assert "+0.201" in intro.render_intro(TEMPLATE.read_text(), fields())
+
+
+def test_the_command_prints_the_filled_paragraph(capsys: pytest.CaptureFixture[str]) -> None:
+    args = [str(TEMPLATE), str(SUMMARY), str(DECLARED), str(ROOT / "docs/evidence.md")]
+    assert intro.main(args) == 0
+    assert capsys.readouterr().out.strip() == intro.render_intro(
+        TEMPLATE.read_text().strip(), fields())
+    assert intro.main(args[:3]) == 2 and "usage" in capsys.readouterr().err
+    assert intro.main([*args[:2], "nope.json", args[3]]) == 2
+    assert "nope.json" in capsys.readouterr().err
