@@ -1,17 +1,65 @@
-"""The core install: `pip install amc` (no extras) runs the engine on TextCraft with no torch,
-MLflow, Prefect, DVC or ScienceWorld in the environment."""
+"""What `pip install amc` ships and runs: the product's packages (``amc`` and nothing beside it:
+no study, flow, benchmark or test), and the core install (no extras) runs the engine on
+TextCraft with no torch, MLflow, Prefect, DVC or ScienceWorld in the environment."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
+import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "mlflow", "prefect", "dvc", "scienceworld", "transformers")
+LAB = ("studies", "flows", "benchmarks", "tests")
+"""Top-level folders of the repository that are not the product: never in the package."""
+
+
+def _product(name: str) -> bool:
+    return name == "amc" or name.startswith("amc.")
+
+
+def test_setuptools_finds_every_amc_package_and_no_study() -> None:
+    """The packages pyproject's ``[tool.setuptools.packages.find]`` selects, listed the way
+    setuptools lists them: every package of ``amc/`` and nothing of the lab, which the tree
+    does hold (so the check is not vacuous)."""
+    from setuptools import find_packages
+
+    cfg = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    find = cfg["packages"]["find"]
+    shipped = set(find_packages(str(REPO), include=find.get("include", ("*",)),
+                                exclude=find.get("exclude", ())))
+    everything = set(find_packages(str(REPO)))
+    amc = {p for p in everything if _product(p)}
+    assert {p.split(".")[0] for p in everything} >= {"amc", "studies"}
+    assert shipped == amc, sorted(shipped ^ amc)
+    assert not [k for k in cfg.get("package-data", {}) if not _product(k)]
+
+
+def test_the_wheel_holds_the_product_only(tmp_path: Path) -> None:
+    """A wheel built from a copy of the tree with the lab beside the product: every ``amc``
+    module and its package data are inside, no study, flow or benchmark file is."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    for top in ("amc", *LAB[:-1]):
+        shutil.copytree(REPO / top, src / top, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                    "--no-build-isolation", "-w", str(tmp_path / "dist"), str(src)],
+                   check=True, timeout=300, capture_output=True)
+    (wheel,) = (tmp_path / "dist").glob("amc-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"amc"}, sorted(tops)
+    modules = {str(p.relative_to(src)) for p in (src / "amc").rglob("*.py")}
+    assert modules <= set(names), sorted(modules - set(names))[:5]
+    assert "amc/envs/textcraft/paper_splits.json" in names
+    assert (src / "studies" / "llm_regime" / "declared").is_dir()  # beside it, left out
 
 
 @pytest.mark.slow
