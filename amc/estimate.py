@@ -1,12 +1,13 @@
 """Dry run: how many calls and how many dollars a run would cost, before spending anything.
 
 For every (method, seed, task) the policy makes at most N x T calls (N particles, T steps);
-LLM-prompted values (``zero-shot``, ``foa``) add N calls per value evaluation. Prompt tokens
-are measured on the real first prompt of each task (the environment is reset and the prior's
-own prompt builder renders it; tokens ~ characters / 4) and grow by ``tokens_per_step`` per
-step of history; completions are ``completion_tokens`` each. Dollars come from the priors'
-versioned price table. The numbers are upper bounds on calls (particles that finish early
-make fewer) and estimates of tokens; nothing is sent to any model and no key is needed.
+LLM-prompted values (``zero-shot``, ``foa``, ``zero-shot-yesno``) add N calls per value
+evaluation. Prompt tokens are measured on the real first prompt of each task (the environment
+is reset and the prior's own prompt builder renders it; tokens ~ characters / 4) and grow by
+``tokens_per_step`` per step of history; completions are ``completion_tokens`` each. Dollars
+come from the priors' versioned price table. The numbers are upper bounds on calls (particles
+that finish early make fewer) and estimates of tokens; nothing is sent to any model and no key
+is needed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from amc.types import History
 if TYPE_CHECKING:
     from amc.priors.prompts import Style
 
-LLM_VALUES = ("zero-shot", "foa")
+LLM_VALUES = ("zero-shot", "foa", "zero-shot-yesno")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ default. Structural implementations that do not inherit (test doubles, outside c
 - :class:`ReportsUsage` (value): ``async score_with_usage()``; default: ``score()``, no usage.
 - :class:`CompletionClient` (prior): ``async complete(prompt)``; no default: the LLM values
   (zero-shot, FoA) need it and fail to build with a prior that lacks it.
+- :class:`NextTokenLogprobs` (prior): ``async next_token_logprobs(prompt, top=)``; no default:
+  the yes/no zero-shot value reads the answer's probability from it and fails to build without.
 - :class:`BoundedEpisodes` (suite): ``horizon``, the most steps any episode lasts; default:
   unbounded (only the step budget ends an episode).
 - :class:`RestoresHistory` (environment): ``restore(history)``, a new environment put in a
@@ -185,6 +187,22 @@ class CompletionClient(Protocol):
         """The model's text answer to ``prompt`` and what it cost."""
         ...
 
+
+@runtime_checkable
+class NextTokenLogprobs(Protocol):
+    """A prior that returns the log-probabilities of the next token's most likely candidates.
+
+    A value can then read what a base model believes (the probability of `` Yes`` after a
+    question) instead of parsing the text it samples. Served by the completion endpoint's
+    ``logprobs`` (OpenAI-compatible servers, llama.cpp). No default: building a value that needs
+    it with a prior lacking it is a clear error.
+    """
+
+    async def next_token_logprobs(self, prompt: str, *, top: int = 20
+                                  ) -> tuple[dict[str, float], Usage]:
+        """``{token text: natural-log probability}`` of the ``top`` most likely next tokens
+        after ``prompt`` (as the model's tokenizer writes them, e.g. `` Yes``) and the cost."""
+        ...
 
 
 @runtime_checkable

@@ -125,6 +125,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.priors.embedded",
     "amc.priors.hf",
     "amc.value.scorers",
+    "amc.value.yesno",
     "amc.value.rollout",
     "amc.value.remote",
 )

@@ -46,7 +46,7 @@ from amc.priors.llama_server import Backend, LlamaServer, server_available
 from amc.priors.openai import OpenAIOptions, OpenAIPrior
 from amc.priors.prompts import Style
 from amc.registry import PRIORS
-from amc.types import AgentTurn, History
+from amc.types import AgentTurn, History, Usage
 
 INSTALL_HINT = HINTS["python"]
 
@@ -195,6 +195,18 @@ class EmbeddedPrior(OpenAIPrior):
     async def propose(self, history: History, rng: np.random.Generator) -> AgentTurn:
         await self.ensure_started()
         return await super().propose(history, rng)
+
+    async def complete(self, prompt: str, *, max_tokens: int = 128) -> tuple[str, Usage]:
+        """As :meth:`OpenAIPrior.complete`, starting the server first (a value may call it
+        before any proposal, e.g. scoring a dataset's states)."""
+        await self.ensure_started()
+        return await super().complete(prompt, max_tokens=max_tokens)
+
+    async def next_token_logprobs(self, prompt: str, *, top: int = 20
+                                  ) -> tuple[dict[str, float], Usage]:
+        """As :meth:`OpenAIPrior.next_token_logprobs`, starting the server first."""
+        await self.ensure_started()
+        return await super().next_token_logprobs(prompt, top=top)
 
     async def aclose(self) -> None:
         await super().aclose()

@@ -14,7 +14,9 @@ with 503 for a while (timed from the first request), longer than a client's retr
 wanted.
 ``max_context_tokens`` turns long prompts into the 400 context-length error; ``delay_s`` adds
 a fixed latency to every answer (benchmarks); ``require_key`` makes every request with another
-key fail with 401, the way the OpenAI API words it.
+key fail with 401, the way the OpenAI API words it. A request with ``logprobs`` also gets the
+next token's candidates (``next_tokens``, by default :func:`toy_next_tokens`) in either answer
+shape (``logprobs_shape``).
 
 Example::
 
@@ -27,12 +29,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import re
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from fastapi import FastAPI, Request
@@ -51,6 +55,25 @@ def toy_answer(prompt: str, seed: int | None) -> str:
         return "look around"
     h = hashlib.sha256(f"{seed}|{prompt}".encode()).digest()
     return items[int.from_bytes(h[:8], "big") % len(items)]
+
+
+def toy_next_tokens(prompt: str) -> dict[str, float]:
+    """The toy model's next-token candidates ``{token: logprob}`` after ``prompt``: `` Yes``
+    with a probability drawn from ``sha256(prompt)``, `` No`` and a newline share the rest."""
+    h = hashlib.sha256(prompt.encode()).digest()
+    p = 0.05 + 0.9 * int.from_bytes(h[:8], "big") / 2**64
+    return {" Yes": math.log(0.9 * p), " No": math.log(0.9 * (1 - p)), "\n": math.log(0.1)}
+
+
+def logprobs_field(top: dict[str, float], shape: str) -> dict[str, Any]:
+    """A choice's ``logprobs`` for one generated token (the most likely candidate), in the
+    completions API's ``legacy`` shape or the chat API's ``content`` shape (llama-server)."""
+    token = max(top, key=top.__getitem__)
+    if shape == "legacy":
+        return {"tokens": [token], "token_logprobs": [top[token]], "text_offset": [0],
+                "top_logprobs": [dict(top)]}
+    return {"content": [{"token": token, "logprob": top[token], "top_logprobs": [
+        {"token": t, "logprob": lp} for t, lp in top.items()]}]}
 
 
 @dataclass
@@ -121,6 +144,12 @@ class LoopbackServer:
     """Prompts longer than this (chars / 4) get the 400 context-length error."""
     counts: Counter = field(default_factory=Counter)
     port: int = 0
+    next_tokens: Callable[[str], dict[str, float]] | None = toy_next_tokens
+    """The model's next-token candidates for a request with ``logprobs`` (None: the server
+    answers without log-probabilities, as one that does not support them)."""
+    logprobs_shape: Literal["legacy", "content"] = "legacy"
+    """legacy: llama-cpp-python's and OpenAI's completions; content: the chat API's (and
+    llama.cpp's llama-server on /v1/completions)."""
 
     @property
     def url(self) -> str:
@@ -170,6 +199,10 @@ class LoopbackServer:
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
             reply = completion(body, toy_answer(prompt, body.get("seed")), chat, fault)
+            if body.get("logprobs") and self.next_tokens is not None and reply["choices"]:
+                self.counts["logprobs"] += 1
+                top = self.next_tokens(prompt)
+                reply["choices"][0]["logprobs"] = logprobs_field(top, self.logprobs_shape)
             if fault == "truncated":
                 raw = json.dumps(reply).encode()
                 return Response(raw[: len(raw) // 2], media_type="application/json")

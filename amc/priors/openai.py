@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -40,6 +42,7 @@ from pydantic import Field, field_validator
 from amc.config import Frozen
 from amc.priors.cache import ResponseCache, default_cache_dir
 from amc.priors.ledger import Budget, Ledger, Price
+from amc.priors.logprobs import logprobs_request, read_top_logprobs
 from amc.priors.parsing import parse_action
 from amc.priors.prompts import Style, chat_messages, completion_prompt
 from amc.priors.transport import (
@@ -51,7 +54,7 @@ from amc.priors.transport import (
     call_with_retries,
     redact,
 )
-from amc.protocols import CompletionClient, WantsValidActions
+from amc.protocols import CompletionClient, NextTokenLogprobs, WantsValidActions
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, AgentTurn, History, Usage
 
@@ -164,6 +167,10 @@ def _read_response(resp: Any, endpoint: str) -> tuple[str, tuple[int, int, int]]
     return text, tokens
 
 
+Reader = Callable[[Any, str], tuple[str, tuple[int, int, int]]]
+"""An answer's text and (prompt, completion, cached) tokens, or a raised failure."""
+
+
 @dataclass
 class _LoopState:
     """Client and limiter bound to one event loop (asyncio objects cannot cross loops)."""
@@ -173,7 +180,7 @@ class _LoopState:
     limiter: Limiter
 
 
-class OpenAIPrior(WantsValidActions, CompletionClient):
+class OpenAIPrior(WantsValidActions, CompletionClient, NextTokenLogprobs):
     """The agent behind an OpenAI-compatible endpoint (see the module docstring)."""
 
     def __init__(self, options: OpenAIOptions, env: str = "generic",
@@ -258,9 +265,10 @@ class OpenAIPrior(WantsValidActions, CompletionClient):
         req.update(o.extra_body)
         return req
 
-    async def generate(self, request: dict[str, Any], *, task_id: str,
-                       seed: int) -> tuple[str, Usage, str | None]:
-        """``(text, usage, error)`` for one request: cache, limiter, retries, ledger."""
+    async def generate(self, request: dict[str, Any], *, task_id: str, seed: int,
+                       read: Reader = _read_response) -> tuple[str, Usage, str | None]:
+        """``(text, usage, error)`` for one request: cache, limiter, retries, ledger (``read``
+        turns an answer into text and tokens: the completion's, or its next-token logprobs)."""
         endpoint = "chat" if "messages" in request else "completions"
         key = None
         if self.cache is not None:
@@ -292,7 +300,7 @@ class OpenAIPrior(WantsValidActions, CompletionClient):
             # is what limits one event loop driving hundreds of particles). Reading the answer
             # inside the attempt makes a malformed 200 one more retried failure.
             resp = await st.limiter.run(est, lambda: st.client.post(path, request))
-            return _read_response(resp, endpoint)
+            return read(resp, endpoint)
 
         jitter = np.random.default_rng([seed, 0x5EED])  # never the particle's generator
         seen = [0]  # retries of this call
@@ -358,6 +366,21 @@ class OpenAIPrior(WantsValidActions, CompletionClient):
         if error is not None:
             raise RuntimeError(error)
         return text, usage
+
+    async def next_token_logprobs(self, prompt: str, *, top: int = 20
+                                  ) -> tuple[dict[str, float], Usage]:
+        """The ``top`` most likely next tokens after ``prompt`` and their log-probabilities
+        (:mod:`amc.priors.logprobs`), through the same client, retries, cache and ledger."""
+        if is_reasoning_model(self.options.model):
+            raise ValueError(f"{self.options.model} returns no token log-probabilities")
+        req = logprobs_request(self.options.model, self.options.endpoint, prompt, top)
+        if self.options.send_seed:
+            req["seed"] = 0
+        text, usage, error = await self.generate(req, task_id="<value>", seed=0,
+                                                 read=read_top_logprobs)
+        if error is not None:
+            raise RuntimeError(error)
+        return json.loads(text), usage
 
     async def aclose(self) -> None:
         """Close the client (the shared connection pool) and the cache."""
