@@ -11,7 +11,8 @@ so ``dvc.lock`` holds the hashes of what the flow produced and ``dvc status`` st
 ``params.yaml`` runs are recorded: an overridden run writes to its own folder
 (``runs/overrides-<hash>/``, :mod:`amc.pipeline.params`), which no ``dvc.yaml`` stage owns.
 DVC calls are serialised by a file lock (DVC refuses concurrent processes in one repository):
-:mod:`amc.pipeline.dvc` is the one helper, shared with ``python -m amc.pipeline.round``.
+:func:`amc.pipeline.lineage.dvc_commit` is the one helper, shared with ``python -m
+amc.pipeline.round``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from amc.pipeline.dvc import dvc_commit
+from amc.pipeline.lineage import dvc_commit
 from amc.pipeline.params import PipelineParams, load_params, overrides_tag
 from flows._artifacts import image_markdown
 

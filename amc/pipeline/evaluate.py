@@ -12,7 +12,7 @@ Prefect task elsewhere. :func:`finalize` checks that every (method, seed, task) 
 exactly once with finite metrics and writes the full record ``<out_dir>/evaluation.json``
 (status ``complete``, ``incomplete`` or ``failed``, models, settings, per-method summaries) and
 the small DVC metrics file ``evaluate.metrics_file`` (a few headline numbers,
-:mod:`amc.pipeline.headline`, so ``dvc metrics show`` fits a terminal) beside
+:mod:`amc.pipeline.artifacts`, so ``dvc metrics show`` fits a terminal) beside
 ``<out_dir>/metrics.json`` (not a DVC metric: ``complete``, ``tasks``, ``wall_s`` and per spec
 ``success``, ``oracle_best``, ``deployable_reward`` (when measured) and
 ``max_weight_reward``). Summaries are over tasks (seeds averaged first); the record also holds
@@ -42,16 +42,17 @@ from typing import Any
 from amc.config import RunConfig
 from amc.envs.benchmarks import get_benchmark
 from amc.pipeline.artifacts import (
+    DETAIL,
     PLAN,
     RECORD,
     drop_stale,
+    eval_headline,
     load_plan,
     load_record,
     load_results,
     record_path,
     resolve_alias,
 )
-from amc.pipeline.headline import DETAIL, eval_headline
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, model_name, stage_main
 from amc.registry import ENVIRONMENTS

@@ -9,11 +9,11 @@ averaged within each task, the challenger is promoted when the one-sided sign-fl
 tasks of ``E[d] > promote.min_effect`` passes (:func:`amc.pipeline.gate_stats.gate_test`) at
 the decision's level -- ``promote.level``, spent over the frozen set's decisions with
 ``promote.reuse = spend`` (the set's file counts tested decisions) -- and no guard vetoes it:
-tokens per task
-(``promote.max_token_increase``), the value's calibration error on the evaluation's prior
-rollouts (``promote.max_calibration_increase``) and, when ``promote.offline_guard`` is set, an
-offline figure of the value on those held-out states (:mod:`amc.pipeline.offline_guard`;
-measured by :mod:`amc.pipeline.guards`). With no champion yet the challenger is promoted.
+tokens per task (``promote.max_token_increase``), the value's calibration error on the
+evaluation's prior rollouts (``promote.max_calibration_increase``) and, when
+``promote.offline_guard`` is set, an offline figure of the value on those held-out states (all
+measured by :mod:`amc.pipeline.guards`, which also keeps the frozen set). With no champion yet
+the challenger is promoted.
 A champion that the drift monitor marked (tag ``drift.status = drift``) only needs to be
 matched: a better calibrated challenger not worse than ``promote.drift_margin`` replaces it.
 With ``promote.max_mde`` set, a gate without the power to detect that effect runs no test
@@ -36,8 +36,13 @@ import math
 import time
 from typing import Any
 
-from amc.pipeline.artifacts import load_plan, load_record, load_results, resolve_alias
-from amc.pipeline.frozen_set import check_frozen, count_decision, eval_set, frozen_decisions
+from amc.pipeline.artifacts import (
+    load_plan,
+    load_record,
+    load_results,
+    promotion_headline,
+    resolve_alias,
+)
 from amc.pipeline.gate_stats import (
     GateTest,
     gate_test,
@@ -47,10 +52,15 @@ from amc.pipeline.gate_stats import (
     task_differences,
     untested_reason,
 )
-from amc.pipeline.guards import measure_guards
-from amc.pipeline.headline import promotion_headline
+from amc.pipeline.guards import (
+    check_frozen,
+    count_decision,
+    eval_set,
+    frozen_decisions,
+    measure_guards,
+    offline_check,
+)
 from amc.pipeline.lineage import annotate_version
-from amc.pipeline.offline_guard import offline_check
 from amc.pipeline.params import PipelineParams, stage_main
 from amc.pipeline.promote_params import PromoteParams
 from amc.pipeline.rounds import active_round, finish_round

@@ -20,7 +20,7 @@ OfflineFigure = Literal["auc_within", "log_loss", "small_p_ratio", "doomed_mean"
 
 class OfflineGuard(Frozen):
     """``promote.offline_guard``: veto a challenger whose value is worse than the champion's on
-    an offline figure of held-out states (:mod:`amc.pipeline.offline_guard`).
+    an offline figure of held-out states (:mod:`amc.pipeline.guards`).
 
     Which figure. Rule: the figure that best predicts the sweep gain across issue 30's
     declared value candidates -- the one docs/evidence.md's "Which offline figure predicts the

@@ -3,7 +3,7 @@
 Every stage module (``collect``, ``dataset``, ``train``, ``evaluate``, ``promote``, ``report``)
 has one entry ``run(params)``; :data:`STAGES` lists them once, in the order of ``dvc.yaml``.
 :func:`run_round` opens (or resumes) the round (:mod:`amc.pipeline.rounds`), runs the stages and
-records each one's outputs with ``dvc commit -f <stage>`` (:func:`amc.pipeline.dvc.dvc_commit`,
+records each one's outputs with ``dvc commit -f <stage>`` (:func:`amc.pipeline.lineage.dvc_commit`,
 under the DVC lock) so ``dvc.lock`` holds every round's dataset hash when training reads it.
 This module sits above the stages; no stage imports it.
 
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from amc.pipeline import collect, dataset, evaluate, promote, report, rounds, train
-from amc.pipeline.dvc import dvc_commit
+from amc.pipeline.lineage import dvc_commit
 from amc.pipeline.params import OVERRIDES_ROOT, PARAMS_FILE, PipelineParams
 
 STAGES: Mapping[str, Callable[[PipelineParams], Any]] = {

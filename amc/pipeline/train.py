@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from amc.pipeline import rounds
-from amc.pipeline.artifacts import source
-from amc.pipeline.headline import DETAIL, train_headline
+from amc.pipeline.artifacts import DETAIL, source, train_headline
 from amc.pipeline.lineage import (
     context_tags,
     dvc_hash,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from amc.pipeline.artifacts import promotion_headline
 from amc.pipeline.gate_stats import gate_test, sign_flip_min_tasks, untested_reason
-from amc.pipeline.headline import promotion_headline
 from amc.pipeline.params import PipelineParams
 from amc.pipeline.promote import decide, evidence_tags, markdown
 from amc.pipeline.promote_params import PromoteParams

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from amc.pipeline.calibration import prior_states
-from amc.pipeline.offline_guard import doomed_mask, labelled_states, offline_check
+from amc.pipeline.guards import doomed_mask, labelled_states, offline_check
 from amc.pipeline.params import PipelineParams
 from amc.pipeline.promote import decide, evidence_tags, markdown
 from amc.pipeline.promote_params import OfflineGuard, PromoteParams

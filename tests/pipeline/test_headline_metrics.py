@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from amc.pipeline.headline import eval_headline, promotion_headline, train_headline
+from amc.pipeline.artifacts import eval_headline, promotion_headline, train_headline
 
 
 def _ev() -> dict:
