@@ -2,7 +2,7 @@
 
     flows, amc.cli            orchestration and commands
     amc.monitor               checks of a deployed model (drift, calibration)
-    amc.pipeline, studies.sweeps  one module per stage (the main pipeline; the evidence sweep)
+    amc.pipeline              one module per stage, the stage table and the stages' helpers
     amc.runner, amc.estimate  running methods over tasks
     amc.grpo, amc.reports     fine-tuning the agent (the white-box reference); documents
     amc.smc amc.envs amc.priors amc.value amc.tracking amc.results amc.stats   the method, its parts
@@ -33,7 +33,7 @@ LAYERS: dict[str, int] = {
     "amc.smc": 2, "amc.envs": 2, "amc.priors": 2, "amc.value": 2, "amc.tracking": 2,
     "amc.results": 2, "amc.stats": 2, "amc.progress": 2, "amc.run_hash": 2,
     "amc.runner": 3, "amc.estimate": 3, "amc.grpo": 3, "amc.reports": 3,
-    "amc.pipeline": 4, "studies.sweeps": 4,
+    "amc.pipeline": 4,
     "amc.monitor": 5,
     "amc.cli": 6, "amc.__main__": 6, "flows": 6,
 }
