@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from amc.cli import envs, fetch, grpo, pipeline, priors, run, value
+from amc.cli import envs, fetch, grpo, pipeline, priors, run, value, value_auc
 from amc.cli.errors import OneLineErrors
 
 app = typer.Typer(
@@ -60,6 +60,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "prior-info": priors.prior_info,
     "dataset": value.dataset_cmd,
     "train": value.train_cmd,
+    "value-auc": value_auc.value_auc_cmd,
     "collect": pipeline.collect_cmd,
     "evaluate": pipeline.evaluate_cmd,
     "promote": pipeline.promote_cmd,
