@@ -159,18 +159,18 @@ def test_an_accepted_input_runs(case, places, monkeypatch) -> None:
         assert (folder / "summary.json").is_file() and any(folder.glob("*__seed0.jsonl"))
 
 
-def test_the_readme_lists_the_exit_codes_the_cli_uses() -> None:
-    text = (REPO / "README.md").read_text()
+def test_the_usage_page_lists_the_exit_codes_the_cli_uses() -> None:
+    text = (REPO / "docs" / "usage.md").read_text()
     section = text.split("### Errors and exit codes", 1)[1].split("\n## ", 1)[0]
     rows = [line.split("|")[1].strip() for line in section.splitlines()
             if line.startswith("| ") and line.split("|")[1].strip().isdigit()]
     assert rows == ["0", "1", "2", "130"]
 
 
-def test_the_readmes_limits_are_the_codes_defaults() -> None:
+def test_the_usage_pages_limits_are_the_codes_defaults() -> None:
     from amc.config import YAML_MAX_VALUES, LimitsConfig
 
-    row = next(line for line in (REPO / "README.md").read_text().splitlines()
+    row = next(line for line in (REPO / "docs" / "usage.md").read_text().splitlines()
                if line.startswith("| 2 |"))
     lim = LimitsConfig()
     assert f"`AMC_YAML_MAX_VALUES` values, default {YAML_MAX_VALUES})" in row

@@ -2,8 +2,8 @@
 
 The README's earlier form (``-S 'env.options={}'``) failed: DVC merges a mapping given with -S
 into the existing one, so TextCraft's options reached the synthetic environment, and the failed
-run had already deleted the persisted trajectories. The command is taken from the README text
-itself, so the test breaks when the documentation does.
+run had already deleted the persisted trajectories. The command is taken from the documents'
+text itself (docs/usage.md, docs/pipeline.md), so the test breaks when the documentation does.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ def documented_command(doc: Path) -> str:
     return " ".join(line.rstrip("\\").strip() for line in m.group(0).splitlines())
 
 
-def test_readme_and_docs_give_the_same_synthetic_command() -> None:
-    assert documented_command(ROOT / "README.md") == documented_command(
+def test_the_docs_give_the_same_synthetic_command() -> None:
+    assert documented_command(ROOT / "docs" / "usage.md") == documented_command(
         ROOT / "docs" / "pipeline.md")
 
 
 def test_documented_synthetic_experiment_runs(tmp_path: Path) -> None:
-    cmd = documented_command(ROOT / "README.md")
+    cmd = documented_command(ROOT / "docs" / "usage.md")
     shutil.copytree(ROOT / "amc", tmp_path / "amc", ignore=shutil.ignore_patterns("__pycache__"))
     for f in ("dvc.yaml", "params.yaml"):
         shutil.copy(ROOT / f, tmp_path / f)  # the default: TextCraft + the embedded prior
