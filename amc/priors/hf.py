@@ -34,6 +34,7 @@ from amc.priors.cache import default_cache_dir
 from amc.priors.ledger import Budget, Ledger
 from amc.priors.parsing import parse_action
 from amc.priors.prompts import Style, chat_messages, completion_prompt
+from amc.protocols import NextTokenLogprobs
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, AgentTurn, History, Usage
 
@@ -111,8 +112,9 @@ class _Request:
     future: asyncio.Future[tuple[str, int, int]]
 
 
-class HFPrior:
-    """Batched local sampling behind the :class:`~amc.protocols.Prior` protocol."""
+class HFPrior(NextTokenLogprobs):
+    """Batched local sampling behind the :class:`~amc.protocols.Prior` protocol; also the next
+    token's log-probabilities (:class:`~amc.protocols.NextTokenLogprobs`, yes/no values)."""
 
     def __init__(self, options: HFOptions, env: str = "generic") -> None:
         import torch
@@ -262,6 +264,32 @@ class HFPrior:
         action = parse_action(text, self.env, history.valid_actions,
                               prefilled=not self.options.chat_template)
         return AgentTurn(raw_text=text, action=action, usage=usage)
+
+    def top_next_tokens(self, prompt: str, top: int) -> tuple[dict[str, float], int]:
+        """The ``top`` most likely next tokens after ``prompt`` with their log-probabilities
+        under the model's own distribution (no temperature, no truncation) and the prompt's
+        length in tokens. Tokens that decode to the same text share one entry (their
+        probabilities added)."""
+        import torch
+
+        enc = self.tokenizer(prompt, return_tensors="pt").to(self.device)
+        with self._gpu_lock, torch.inference_mode():
+            logits = self.model(**enc).logits[0, -1].float()
+        values, ids = torch.topk(torch.log_softmax(logits, -1), top)
+        out: dict[str, float] = {}
+        for lp, i in zip(values.tolist(), ids.tolist(), strict=True):
+            text = str(self.tokenizer.decode([i]))
+            out[text] = float(np.logaddexp(out[text], lp)) if text in out else float(lp)
+        return out, int(enc["input_ids"].shape[1])
+
+    async def next_token_logprobs(self, prompt: str, *, top: int = 20
+                                  ) -> tuple[dict[str, float], Usage]:
+        """:class:`~amc.protocols.NextTokenLogprobs` in process: one forward pass (in a worker
+        thread), recorded in the ledger as a value call."""
+        candidates, n_prompt = await asyncio.to_thread(self.top_next_tokens, prompt, top)
+        usage = Usage(prompt_tokens=n_prompt, calls=1)
+        self.ledger.record("<value>", usage)
+        return candidates, usage
 
     async def aclose(self) -> None:
         if self._worker is not None:
