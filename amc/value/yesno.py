@@ -136,7 +136,7 @@ def logprobs_client(prior: object, name: str) -> NextTokenLogprobs:
         raise ValueError(
             f"value {name!r} reads next-token log-probabilities through the run's prior, which "
             f"must offer async next_token_logprobs(prompt, top=) -> ({{token: logprob}}, Usage); "
-            f"prior {type(prior).__name__} does not (use 'embedded' or 'openai')")
+            f"prior {type(prior).__name__} does not (use 'embedded', 'openai' or 'hf')")
     return prior
 
 
