@@ -65,8 +65,8 @@ from amc.results import (
 )
 from amc.runner import METRICS, run_methods, summarise, task_list
 from amc.smc.records import TaskResult
-from amc.smc.room import rollouts_from_histories, summarise_room
 from amc.value.data import histories_from_record
+from amc.value.room import rollouts_from_histories, summarise_room
 
 METRICS_PER_METHOD = ("success", "oracle_best", "deployable_reward", "max_weight_reward")
 """The per-method numbers in the DVC metrics file (the rest is in the record and MLflow)."""
@@ -257,7 +257,7 @@ def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
 
 def room_record(p: PipelineParams, pl: dict[str, Any],
                 results: dict[str, list[TaskResult]]) -> dict[str, Any]:
-    """The offline room (:mod:`amc.smc.room`) of each Best-of-N arm at each resampling step:
+    """The offline room (:mod:`amc.value.room`) of each Best-of-N arm at each resampling step:
     every seed's N rollouts of a task are a group, the other seeds' rollouts give a state's
     chance (so it needs two seeds or more; the state key is the benchmark's observed summary)."""
     summarise_state = get_benchmark(p.env.name).observed_summary or (lambda h: h.observation)

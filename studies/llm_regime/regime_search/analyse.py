@@ -1,7 +1,7 @@
 """The regime search's analysis: each declared regime's Best-of-N, perfect resampler and room.
 
 Reads the kept Best-of-16 rollouts (``evidence/llm-regime/regime-search/depth{d}/*.jsonl.gz``,
-or a run folder's ``*.jsonl``), builds the rollouts of :mod:`amc.smc.room` with TextCraft's
+or a run folder's ``*.jsonl``), builds the rollouts of :mod:`amc.value.room` with TextCraft's
 observed summary (the inventory and what the goal still needs) as the state key, and applies
 ``protocol.json``: every candidate regime, per-task rooms paired over tasks (95% t interval and
 the exact sign-flip p over all 2^k sign patterns), the prior calls, and the choice rule.
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from amc.envs.textcraft.summary import textcraft_summary
-from amc.smc.room import Rollout, rollouts_from_histories, summarise_room
+from amc.value.room import Rollout, rollouts_from_histories, summarise_room
 from amc.types import History
 from amc.value.data import histories_from_record
 
