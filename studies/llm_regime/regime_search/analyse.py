@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from amc.envs.textcraft.summary import textcraft_summary
-from amc.value.room import Rollout, rollouts_from_histories, summarise_room
 from amc.types import History
 from amc.value.data import histories_from_record
+from amc.value.room import Rollout, rollouts_from_histories, summarise_room
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[2]
@@ -91,18 +91,23 @@ def choose(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 def analyse(kept: Path = KEPT) -> dict[str, Any]:
     protocol = json.loads((HERE / "protocol.json").read_text())
     c = protocol["candidates"]
-    rows = []
+    rows, coverage = [], {}
     for depth in c["depth"]:
-        by_task = task_histories(read_records(kept / f"depth{depth}"))
-        if not by_task:
+        records = read_records(kept / f"depth{depth}")
+        declared = protocol["collection"]["tasks"][str(depth)]
+        done = {(str(r["task_id"]), int(r["seed"])) for r in records}
+        want = {(t, s) for t in declared for s in protocol["collection"]["seeds"]}
+        coverage[str(depth)] = {"task_seeds_done": len(done & want), "declared": len(want)}
+        if done & want != want:  # an incomplete depth is reported, never analysed
             continue
+        by_task = task_histories(records)
         for h, n, t, b in itertools.product(c["horizon"], c["n"], c["resample_step"], c["beta"]):
             if t < h:
                 rows.append(regime_row(by_task, depth, h, n, t, b))
     best = choose(rows)
     met = best is not None and best["room"] >= 0.10
     return {"protocol": "studies/llm_regime/regime_search/protocol.json", "regimes": rows,
-            "chosen": best, "goal_met": met}
+            "coverage": coverage, "chosen": best, "goal_met": met}
 
 
 def fmt(x: float, signed: bool = False) -> str:
@@ -133,7 +138,12 @@ def markdown(result: dict[str, Any]) -> str:
     goal = ("The goal (room >= +0.10, interval above 0, p < 0.05) is met." if
             result["goal_met"] else "The goal (room >= +0.10, interval above 0, p < 0.05) is "
             "not met by any searched regime.")
-    return "\n".join([*lines, "", verdict + " " + goal, ""])
+    missing = [f"depth {d}: {v['task_seeds_done']} of {v['declared']} (task, seed) runs kept, "
+               "not analysed" for d, v in result["coverage"].items()
+               if v["task_seeds_done"] < v["declared"]]
+    return "\n".join([*lines, "", verdict + " " + goal, *(["", "Incomplete: " +
+                                                            "; ".join(missing) + "."]
+                                                          if missing else []), ""])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,9 +39,9 @@ def write_runs(root: Path, tasks: list[str], seeds=(0, 1), n=8, steps=8) -> None
 
 
 def test_every_declared_regime_is_analysed_from_kept_files(tmp_path: Path) -> None:
-    tasks = validation_tasks(1, 4, 4901)
-    assert tasks == sorted(set(tasks), key=int) and len(tasks) == 4
-    write_runs(tmp_path / "runs", tasks)
+    tasks = json.loads((analyse.HERE / "protocol.json").read_text())["collection"]["tasks"]["1"]
+    assert validation_tasks(1, 20, 4901) == tasks  # the declared draw recomputes
+    write_runs(tmp_path / "runs", tasks, n=8, steps=5)
     kept = keep(tmp_path / "runs", tmp_path / "kept")  # complete lines only, gzipped
     assert [f.name for f in kept] == ["bon@8__seed0.jsonl.gz", "bon@8__seed1.jsonl.gz"]
     result = analyse.analyse(tmp_path / "kept")
@@ -49,11 +49,16 @@ def test_every_declared_regime_is_analysed_from_kept_files(tmp_path: Path) -> No
     assert len(result["regimes"]) == len(c["horizon"]) * len(c["n"]) * len(c["resample_step"]) \
         * len(c["beta"])  # depth 2 has no kept files here: skipped
     for r in result["regimes"]:
-        assert r["tasks"] == 4 and r["groups"] == 4 * 2 * 8 // r["n"]
+        assert r["tasks"] == 20 and r["groups"] == 20 * 2 * 8 // r["n"]
         assert 0 <= r["best_of_n_model"] <= 1 and 0 <= r["perfect"] <= 1
         assert r["rollout_ceiling_calls_ratio"] > 1
     text = analyse.markdown(result)
     assert text.count("\n| 1 |") == len(result["regimes"]) and "goal" in text
+    assert result["coverage"]["2"] == {"task_seeds_done": 0, "declared": 20}
+    assert "depth 2: 0 of 20 (task, seed) runs kept, not analysed" in text
+    # A depth with a (task, seed) missing is not analysed.
+    (tmp_path / "kept/depth1/bon@8__seed1.jsonl.gz").unlink()
+    assert analyse.analyse(tmp_path / "kept")["regimes"] == []
 
 
 def test_choice_rule_and_its_ties() -> None:
