@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.pipeline.test_dvc import Project
 
@@ -38,7 +39,10 @@ def test_the_docs_give_the_same_synthetic_command() -> None:
 def test_documented_synthetic_experiment_runs(tmp_path: Path) -> None:
     cmd = documented_command(ROOT / "docs" / "usage.md")
     shutil.copytree(ROOT / "amc", tmp_path / "amc", ignore=shutil.ignore_patterns("__pycache__"))
-    for f in ("dvc.yaml", "params.yaml"):
+    held_out = yaml.safe_load((ROOT / "params.yaml").read_text())["collect"].get(
+        "exclude_tasks_files", [])  # the default's held-out task lists (collect deps)
+    for f in ("dvc.yaml", "params.yaml", *held_out):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / f, tmp_path / f)  # the default: TextCraft + the embedded prior
     (tmp_path / ".gitignore").write_text("mlruns/\n__pycache__/\n")
     pr = Project(tmp_path)
