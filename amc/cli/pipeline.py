@@ -98,6 +98,9 @@ def results_doc_cmd(
         [], "--declared", help="TITLE=DECLARED,EVAL: a declared test set (its JSON file, "
         "committed before its runs) and its evaluation summary, as a section before the "
         "others (repeatable)."),
+    section: list[str] = typer.Option(
+        [], "--section", help="TITLE=FILE.md: a generated markdown section (e.g. a study's "
+        "table), placed first, verbatim (repeatable)."),
     summary_title: str | None = typer.Option(
         None, help="Heading of the pipeline summary's section."),
     rounds: Path | None = typer.Option(
@@ -120,8 +123,14 @@ def results_doc_cmd(
             raise ValueError(f"--grpo {grpo!r}: need FROZEN,POLICY,METRICS of existing files")
     if summary_path is not None and not summary_path.is_file():
         raise FileNotFoundError(f"--summary {summary_path}: file not found")
+    mds = []
+    for item in section:
+        sec_title, sep, path = item.rpartition("=")
+        if not sep or not sec_title or not Path(path).is_file():
+            raise ValueError(f"--section {item!r}: need TITLE=FILE of an existing markdown file")
+        mds.append((sec_title, Path(path)))
     if not summary_file.is_file():
-        if not extra and grpo_paths is None:
+        if not extra and grpo_paths is None and not mds:
             raise FileNotFoundError(f"{summary_file} not found: run `amc report` first (or give "
                                     "--extra TITLE=PATH for runs of `amc run`)")
         summary = None
@@ -142,7 +151,8 @@ def results_doc_cmd(
                                 extra=sections, intro=intro, declared=decls,
                                 grpo=grpo_paths,  # type: ignore[arg-type]  # 3 checked above
                                 summary_title=summary_title,
-                                rounds=None if rounds is None else (rounds_title, rounds))
+                                rounds=None if rounds is None else (rounds_title, rounds),
+                                sections=mds)
     typer.echo(f"wrote {written}")
 
 

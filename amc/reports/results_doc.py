@@ -285,7 +285,8 @@ def write_results_doc(summary_file: str | Path | None, plots_dir: str | Path, ou
                       grpo: tuple[Path, Path, Path] | None = None,
                       declared: Sequence[tuple[str, Path, Path]] = (),
                       summary_title: str | None = None,
-                      rounds: tuple[str, Path] | None = None) -> Path:
+                      rounds: tuple[str, Path] | None = None,
+                      sections: Sequence[tuple[str, Path]] = ()) -> Path:
     """Write the results document (and copy the plots beside it); returns its path.
 
     ``summary_file`` is the pipeline report's summary (None: only the ``extra`` sections);
@@ -297,9 +298,11 @@ def write_results_doc(summary_file: str | Path | None, plots_dir: str | Path, ou
     ``summary_title`` heads the pipeline summary's section (needed when others come first);
     ``rounds`` = ``(title, rounds folder or rounds.json)`` adds the retraining rounds' table
     and plot right after the declared sections (:mod:`amc.reports.rounds`; "no round has run
-    yet" when the folder holds no ledger).
+    yet" when the folder holds no ledger); ``sections`` = ``(title, markdown file)`` pairs put
+    first, verbatim (a study's own generated table, e.g. a regime search).
     """
-    if summary_file is None and not extra and grpo is None and not declared and rounds is None:
+    if (summary_file is None and not extra and grpo is None and not declared and rounds is None
+            and not sections):
         raise ValueError("nothing to report: no pipeline summary and no extra sections")
     out = Path(out)
     # Plots and the summaries themselves travel with the document: it stays readable and
@@ -317,6 +320,9 @@ def write_results_doc(summary_file: str | Path | None, plots_dir: str | Path, ou
         runs.append((sec_title, run, Path(path)))
         sources.append(Path(path))
     first = []
+    for sec_title, md in sections:
+        first += [f"\n## {sec_title}\n", f"_From `{md}`._\n", Path(md).read_text().strip(), ""]
+        sources.append(Path(md))
     for sec_title, decl_path, run_path in declared:
         run = load_run_summary(Path(run_path))
         slug = re.sub(r"[^a-z0-9]+", "-", Path(decl_path).stem.lower()).strip("-")

@@ -129,6 +129,14 @@ def test_extra_configuration_from_amc_run_and_cli_errors(tmp_path, monkeypatch):
     assert (out.parent / "results-assets" / "table-3.json").is_file()
     bad = cli.invoke(app, ["results-doc", "--out", str(out), "--extra", "no-path-here"])
     assert bad.exit_code != 0 and "TITLE=PATH" in bad.output
+    (tmp_path / "room.md").write_text("| regime | room |\n|---|---|\n| a | +0.1 |\n")
+    r = cli.invoke(app, ["results-doc", "--out", str(out), "--section", "Search=room.md",
+                         "--extra", "Table 3=faithful/summary.json"])
+    assert r.exit_code == 0, r.output
+    doc = out.read_text()
+    assert doc.index("## Search") < doc.index("## Table 3") and "| a | +0.1 |" in doc
+    bad = cli.invoke(app, ["results-doc", "--out", str(out), "--section", "Search=none.md"])
+    assert bad.exit_code != 0 and "TITLE=FILE" in bad.output
 
 
 def test_roles_of_amc_run_specs_follow_the_configured_values():
