@@ -35,10 +35,10 @@ SEED = 4906
 """The draw of the test tasks."""
 
 
-def null_differences(depth: int, n: int, horizon: int) -> list[float]:
+def null_differences(depth: int, n: int, horizon: int, kept: Path = KEPT) -> list[float]:
     """Per task: mean difference of two disjoint Best-of-N groups' observed outcomes."""
     out = []
-    for hs in task_histories(read_records(KEPT / f"depth{depth}")).values():
+    for hs in task_histories(read_records(kept / f"depth{depth}")).values():
         groups: dict[tuple[int, int], float] = {}
         for seed, i, h in hs:
             win = any(sum(s.reward for s in h.steps[:t]) >= 1.0
@@ -57,11 +57,12 @@ def fresh_tasks(depth: int, search_tasks: list[str]) -> list[str]:
     return sorted((t for t in pool if t not in used), key=int)
 
 
-def declaration(room: dict[str, Any], protocol: dict[str, Any]) -> dict[str, Any]:
+def declaration(room: dict[str, Any], protocol: dict[str, Any],
+                kept: Path = KEPT) -> dict[str, Any]:
     c = room["chosen"]
     if c is None:
         raise SystemExit("no regime was chosen: nothing to declare (see room.md)")
-    d = null_differences(c["depth"], c["n"], c["horizon"])
+    d = null_differences(c["depth"], c["n"], c["horizon"], kept)
     effect = c["room"] / 2
     first = power_calculation(d, effect=effect, n_plan=20)
     n_plan = max(20, int(first["tasks_needed_t"]))

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
 from studies.llm_regime.regime_search import analyse
@@ -69,3 +70,22 @@ def test_choice_rule_and_its_ties() -> None:
             {**base, "room": 0.3, "room_lo": 0.1, "p": 0.06}]
     assert analyse.choose(rows) == {**base, "n": 4, "step": 3}
     assert analyse.choose(rows[3:]) is None
+
+
+def test_test_set_declaration_is_fresh_and_sized(tmp_path: Path) -> None:
+    from studies.llm_regime.regime_search import declare_test
+    from studies.llm_regime.regime_search.tasks import touched_tasks
+
+    protocol = json.loads((analyse.HERE / "protocol.json").read_text())
+    tasks = protocol["collection"]["tasks"]["1"]
+    write_runs(tmp_path / "runs", tasks, n=8, steps=5)
+    keep(tmp_path / "runs", tmp_path / "kept")
+    chosen = {"depth": 1, "horizon": 5, "n": 4, "step": 2, "beta": 0.1, "room": 0.6,
+              "room_lo": 0.1, "room_hi": 0.9, "p": 0.01}
+    d = declare_test.declaration({"chosen": chosen}, protocol, tmp_path / "kept")
+    assert not set(d["tasks"]) & (touched_tasks() | set(tasks))
+    assert len(d["tasks"]) == d["power"]["n_plan"] >= 20 and d["power"]["effect"] == 0.3
+    assert d["primary"]["a"] == "smc@4+challenger" and d["primary"]["b"] == "bon@4"
+    with pytest.raises(SystemExit, match="only 32 fresh"):  # half a small room: too many
+        declare_test.declaration({"chosen": {**chosen, "room": 0.1}}, protocol,
+                                 tmp_path / "kept")
