@@ -14,7 +14,7 @@ INTRO=$(python -m studies.llm_regime.intro docs/results-intro.txt "$A/llm-regime
   "$D" docs/evidence.md)
 amc results-doc -p configs/llm-regime/params.yaml \
   --summary "$A/llm-regime/summary.json" --plots-dir "$A/llm-regime" \
-  --title "Results: TextCraft with the embedded Gemma-3-270M prior" \
+  --title "Results: TextCraft with the embedded Gemma-3-270M prior" "${S[@]}" \
   --intro "$INTRO" \
   --declared "Declared 60-task test set: the primary comparison=$D,evidence/llm-regime/testset60/evaluation.json" \
   --rounds evidence/llm-regime/rounds \
