@@ -36,6 +36,7 @@ from amc.value.simple import ZeroValue
 from studies.sweeps.bench import bench_budget, make_bench_suite
 from studies.sweeps.config import CellParams, load_sweep_params
 from studies.sweeps.hidden import hidden_metrics
+from studies.sweeps.once import REPLICATION_TAG, AlreadyRun, check_once
 from studies.sweeps.stats import paired
 from studies.sweeps.tasks import split_tasks
 
@@ -231,7 +232,13 @@ def log_mlflow(cell: CellParams, summary: dict[str, float]) -> str:
 
 
 def cell_name(cell: CellParams) -> str:
-    """A readable, unique-per-configuration name (the evidence file's stem)."""
+    """A readable, unique-per-configuration name (the evidence file's stem); a declared
+    replication's ends with ``-rep-<id>`` (:mod:`studies.sweeps.once`)."""
+    rep = f"{REPLICATION_TAG}{cell.replication}" if cell.replication else ""
+    return _config_name(cell) + rep
+
+
+def _config_name(cell: CellParams) -> str:
     sched = {"every": f"every{cell.every}", "ess": f"ess{cell.rho:g}",
              "fixed": "fixed" + "-".join(map(str, cell.steps))}[cell.schedule]
     if cell.benchmark != "textcraft":  # a fixed budget; no depth nor slack
@@ -260,6 +267,7 @@ def dir_hash(path: str | Path) -> str:
 
 def run(cell: CellParams, track: bool = True, progress: bool = False) -> dict[str, Any]:
     """Run a cell and write its rows and metrics; returns the written evidence record."""
+    check_once(cell, cell_name(cell))  # before any work: a test cell's result is written once
     t0 = time.perf_counter()
     rows = asyncio.run(run_cell(cell, progress))
     summary = summarise(rows)
@@ -277,7 +285,10 @@ def run(cell: CellParams, track: bool = True, progress: bool = False) -> dict[st
 
 def main() -> None:
     cell = load_sweep_params().cell
-    rec = run(cell, progress=True)
+    try:
+        rec = run(cell, progress=True)
+    except AlreadyRun as err:
+        sys.exit(f"error: {err}")
     s = rec["summary"]
     print(f"{rec['name']}: Best-of-{cell.n} {s['oracle_best.bon']:.3f}, AMC "
           f"{s['oracle_best.amc']:.3f}, diff {s['oracle_best.diff']:+.3f} "

@@ -87,6 +87,13 @@ class CellParams(Frozen):
     before the key existed (their WebShop rollouts stopped before the buy)."""
     value_model: str = "models/value"
     """Directory of the learned value (written by the ``value`` stage)."""
+    replication: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_.]*$")
+    """A declared replication's own id (lower case, digits, ``_`` or ``.``): a test cell runs
+    once (:mod:`studies.sweeps.once`); running it again needs a new id, which names its record
+    ``<cell name>-rep-<id>``. None: the cell's first and only run."""
+    evidence_dir: str = "../evidence/runs"
+    """The committed cell records (relative to ``sweeps/``): where a test cell's earlier result
+    is looked up before it runs."""
     out_file: str = "out/runs.json"
     """Per-(task, seed) rows of the cell (committed as evidence)."""
     metrics_file: str = "out/metrics.json"
