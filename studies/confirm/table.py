@@ -145,6 +145,22 @@ def exploratory(root: Path) -> list[dict[str, str]]:
     return out
 
 
+def value_spread(kept: Path, spec: str, seeds: list[int]) -> tuple[int, int, list[float]]:
+    """(resampling groups scored, particle states scored, distinct scores) of a method's kept
+    results: the values its SMC steps recorded."""
+    import gzip
+
+    groups, states, seen = 0, 0, set()
+    for seed in seeds:
+        with gzip.open(kept / f"{spec}__seed{seed}.jsonl.gz", "rt") as fh:
+            for line in fh:
+                for st in json.loads(line)["steps"] if line.strip() else []:
+                    v = [x for x in st.get("values") or [] if x is not None]
+                    groups, states = groups + bool(v), states + len(v)
+                    seen |= {round(float(x), 9) for x in v}
+    return groups, states, sorted(seen)
+
+
 def llm_rows(root: Path) -> list[dict[str, str]]:
     """AMC (learned value) - Best-of-4 on the LLM's declared 60-task set, and its two parts:
     the 12 pilot tasks the regime was designed on and the 48 untouched ones."""
@@ -178,6 +194,22 @@ def llm_rows(root: Path) -> list[dict[str, str]]:
         out.append({"bench": f"textcraft depth 1 ({part})", "prior": "embedded LLM (Gemma-3-270M)",
                     "regime": regime, **_fmt(c),
                     "ceiling": "–", "status": "exploratory", "holm": "–", "why": why})
+    zs = next(s for s, m in summary["methods"].items() if m.get("role") == "smc")
+    res = kept_results(root / LLM_KEPT, [zs], seeds)
+    zb = {(r.task_id, seed): float(r.metrics["oracle_best"]) for seed in seeds
+          for r in res[f"{zs}#{seed}"]}
+    c = compare([(t, seed, by[(bon, t, seed)], zb[(t, seed)]) for (t, seed) in zb
+                 if (bon, t, seed) in by])
+    groups, states, seen = value_spread(root / LLM_KEPT, zs, seeds)
+    said = (f"scored {seen[0]:g} for every one of its {states} particle states in {groups} "
+            "resampling groups: a constant, so its resampling is a uniform reshuffle of "
+            "the particles, not a value" if len(seen) == 1 else
+            f"took {len(seen)} distinct scores over {states} particle states")
+    out.append({"bench": "textcraft depth 1 (declared 60-task set)",
+                "prior": "embedded LLM (Gemma-3-270M)",
+                "regime": regime.replace("AMC (learned V_θ)", "SMC (zero-shot value)"),
+                **_fmt(c), "ceiling": "–", "status": "exploratory", "holm": "–",
+                "why": f"the zero-shot value {said}"})
     return out
 
 

@@ -375,6 +375,14 @@ NAME = {"textcraft": "TextCraft", "webshop": "WebShop", "sciworld": "SciWorld"}
 SCORE = {"textcraft": "success", "webshop": "graded score", "sciworld": "score"}
 
 
+def tasks_seeds(rec: dict[str, Any]) -> str:
+    """``14 tasks × 2 seeds`` of a record's rows (the t interval is over the tasks, not the
+    (task, seed) pairs: issue 51)."""
+    tasks = len({str(r["task_id"]) for r in rec["rows"]})
+    seeds = len({int(r["seed"]) for r in rec["rows"]})
+    return f"{tasks} tasks × {seeds} seeds"
+
+
 def bench_sentence(runs: list[dict[str, Any]], bench: str) -> str:
     """One sentence per fixed-budget benchmark for the README: each value's regime chosen on
     validation and its AMC − Best-of-N on test (or that it has not run)."""
@@ -384,7 +392,7 @@ def bench_sentence(runs: list[dict[str, Any]], bench: str) -> str:
         if best is None:
             continue
         test = twin_on_test(runs, best)
-        got = (f"{fmt_diff(compare(test))} over {len(test['rows'])} pairs" if test is not None
+        got = (f"{fmt_diff(compare(test))} over {tasks_seeds(test)}" if test is not None
                else "its test cell has not run")
         regime = setting(best["cell"]).rsplit(", value = ", 1)[0]
         label = "no value" if value == "none" else f"the {VALUE_LABEL[value]}"

@@ -97,7 +97,12 @@ def test_the_readme_sentence_reports_the_validation_choice_or_its_absence():
     test = web(0.2, "test", beta=0.25)
     done = bench_sentence([*val, test], "webshop")
     p = compare(test)
-    assert f"{p.d.mean:+.3f} [{p.d.lo:+.3f}, {p.d.hi:+.3f}]" in done and "over 12 pairs" in done
+    tasks = len({r["task_id"] for r in test["rows"]})
+    seeds = len({r["seed"] for r in test["rows"]})
+    assert tasks * seeds == len(test["rows"]) == 12 and tasks > 1
+    # counted in tasks (the interval is over tasks), not (task, seed) pairs
+    assert f"{p.d.mean:+.3f} [{p.d.lo:+.3f}, {p.d.hi:+.3f}]" in done
+    assert f"over {tasks} tasks × {seeds} seeds" in done and "pairs" not in done
 
 
 def test_webshop_gets_its_gain_plot(tmp_path):
