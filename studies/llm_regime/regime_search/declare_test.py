@@ -33,6 +33,17 @@ HERE = Path(__file__).parent
 OUT = HERE.parent / "declared" / "llm-regime-search-test.json"
 SEED = 4906
 """The draw of the test tasks."""
+SIZING = KEPT / "test-sizing.json"
+"""Where the sizing goes when no fresh set is large enough (nothing is declared then)."""
+
+
+class Infeasible(Exception):
+    """The fresh pool is smaller than the tasks the power calculation asks for."""
+
+    def __init__(self, sizing: dict[str, Any]) -> None:
+        super().__init__(f"{sizing['tasks_needed']} tasks needed, only {sizing['fresh_tasks']} "
+                         f"fresh at depth {sizing['regime']['depth']}")
+        self.sizing = sizing
 
 
 def null_differences(depth: int, n: int, horizon: int, kept: Path = KEPT) -> list[float]:
@@ -68,7 +79,14 @@ def declaration(room: dict[str, Any], protocol: dict[str, Any],
     n_plan = max(20, int(first["tasks_needed_t"]))
     pool = fresh_tasks(c["depth"], protocol["collection"]["tasks"][str(c["depth"])])
     if n_plan > len(pool):
-        raise SystemExit(f"{n_plan} tasks needed, only {len(pool)} fresh at depth {c['depth']}")
+        at_pool = power_calculation(d, effect=effect, n_plan=len(pool))
+        raise Infeasible({
+            "regime": {k: c[k] for k in ("depth", "horizon", "n", "step", "beta")},
+            "room_on_validation": c["room"], "effect": effect, "tasks_needed": n_plan,
+            "fresh_tasks": len(pool), "noise_sd_per_task": at_pool["pilot_sd"],
+            "t_power_at_fresh_pool": at_pool["t_power_at_plan"],
+            "mde_at_fresh_pool": at_pool["mde_at_plan"],
+            "simulated_at_fresh_pool": at_pool["simulated"]})
     pick = np.random.default_rng(SEED).choice(pool, n_plan, replace=False)
     n = c["n"]
     return {
@@ -99,7 +117,20 @@ def main() -> int:
     protocol = json.loads((HERE / "protocol.json").read_text())
     if OUT.exists():
         raise SystemExit(f"{OUT} exists: a declaration is written once")
-    decl = declaration(room, protocol)
+    try:
+        decl = declaration(room, protocol)
+    except Infeasible as err:
+        SIZING.write_text(json.dumps(err.sizing, indent=1, sort_keys=True) + "\n")
+        z = err.sizing
+        text = (f"No test set declared for the chosen regime: half its room "
+                f"({z['effect']:+.3f}) needs {z['tasks_needed']} tasks for 80% power (per-task "
+                f"noise sd {z['noise_sd_per_task']:.3f} from two Best-of-{z['regime']['n']} "
+                f"arms), and only {z['fresh_tasks']} depth-{z['regime']['depth']} tasks are "
+                f"fresh; on all of them the t test has power {z['t_power_at_fresh_pool']:.2f} "
+                f"and detects {z['mde_at_fresh_pool']:+.3f}.")
+        SIZING.with_suffix(".md").write_text(text + "\n")
+        print(text)
+        return 0
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(decl, indent=1) + "\n")
     p = decl["power"]

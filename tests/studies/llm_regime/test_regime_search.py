@@ -86,6 +86,6 @@ def test_test_set_declaration_is_fresh_and_sized(tmp_path: Path) -> None:
     assert not set(d["tasks"]) & (touched_tasks() | set(tasks))
     assert len(d["tasks"]) == d["power"]["n_plan"] >= 20 and d["power"]["effect"] == 0.3
     assert d["primary"]["a"] == "smc@4+challenger" and d["primary"]["b"] == "bon@4"
-    with pytest.raises(SystemExit, match="only 32 fresh"):  # half a small room: too many
+    with pytest.raises(declare_test.Infeasible, match="only 32 fresh"):  # a small room
         declare_test.declaration({"chosen": {**chosen, "room": 0.1}}, protocol,
                                  tmp_path / "kept")
