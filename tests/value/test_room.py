@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from amc.value.room import Rollout, perfect_resampler, rollouts_from_histories, task_room
 from amc.types import History, Step
+from amc.value.room import Rollout, perfect_resampler, rollouts_from_histories, task_room
 
 P_GOOD, P_BAD, HORIZON = 0.9, 0.1, 3
 
