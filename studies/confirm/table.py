@@ -251,7 +251,7 @@ def confirmatory(root: Path) -> list[dict[str, str]]:
     return out
 
 
-HEAD = ("| benchmark | prior | comparison and regime (how chosen) | Best-of-N | AMC | "
+HEAD = ("| benchmark | prior | comparison and regime (how chosen) | baseline | method | "
         "Δ [95% t] | exact p | tasks × seeds | ceiling on the same pairs (AMC's share) | "
         "status | Holm p |\n|---|---|---|---|---|---|---|---|---|---|---|")
 
@@ -272,7 +272,9 @@ def section(root: Path) -> str:
         "", HEAD, *map(_line, conf), "",
         "**Exploratory** (not a confirmation; why each is below):", "", HEAD,
         *map(_line, expl), "", why, "",
-        "Δ = AMC − Best-of-N on the oracle best-of-pool score, paired by (task, seed), seeds "
+        "Baseline and method: the two sides of the row's comparison (method − baseline; the "
+        "baseline is Best-of-N unless the row names another). "
+        "Δ = method − baseline on the oracle best-of-pool score, paired by (task, seed), seeds "
         "averaged within a task, 95% t interval over tasks; exact sign-flip p over tasks "
         "(`studies/confirm/analysis.py`); the ceiling is the Monte-Carlo rollout value's "
         "gain on the same pairs; Holm over the declared confirmatory comparisons, or over "
