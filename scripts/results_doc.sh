@@ -9,6 +9,16 @@
 set -euo pipefail
 A=docs/results-assets
 D=studies/llm_regime/declared/llm-regime-testset60.json
+# The regime search, its test-set sizing and the zero-shot value's ranking (issue 49) come first,
+# as generated tables, once their studies have written them (studies/llm_regime/regime_search,
+# studies/llm_regime/zero_shot_auc.py).
+S=()
+R=evidence/llm-regime/regime-search/room.md
+T=evidence/llm-regime/regime-search/test-sizing.md
+Z=evidence/llm-regime/zero-shot-yesno-auc.md
+[ -f "$R" ] && S+=(--section "Where could a value matter? The regime search's room (declared in studies/llm_regime/regime_search/protocol.json)=$R")
+[ -f "$T" ] && S+=(--section "A test set for the chosen regime=$T")
+[ -f "$Z" ] && S+=(--section "Does the zero-shot value rank siblings? (studies/llm_regime/zero_shot_auc.py)=$Z")
 # the paragraph under the title: a template whose numbers are read from the committed records
 INTRO=$(python -m studies.llm_regime.intro docs/results-intro.txt "$A/llm-regime/summary.json" \
   "$D" docs/evidence.md)

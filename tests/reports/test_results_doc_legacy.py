@@ -121,7 +121,10 @@ def test_the_committed_results_document_is_what_its_committed_copies_generate(tm
 
     repo = Path(__file__).resolve().parents[2]
     for rel in ("docs", "configs/llm-regime", "scripts/results_doc.sh", "studies",
-                "evidence/llm-regime/testset60/evaluation.json", "evidence/llm-regime/rounds"):
+                "evidence/llm-regime/testset60/evaluation.json", "evidence/llm-regime/rounds",
+                "evidence/llm-regime/regime-search/room.md",
+                "evidence/llm-regime/regime-search/test-sizing.md",
+                "evidence/llm-regime/zero-shot-yesno-auc.md"):
         src, dst = repo / rel, tmp_path / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
