@@ -68,7 +68,7 @@ def test_amc_run_with_the_planner_mix_prior_follows_the_records_planner(tmp_path
 
 def test_a_value_model_trains_on_it_and_guides_amc_run(tmp_path):
     opts = DatasetOptions(render=RenderOptions(env=render_env_for(toy.NAME), history_k=2),
-                          val_fraction=0.25, seed=0)
+                          val_fraction=0.25, seed=0, model_max_length=48)
     build_dataset(_histories(), tmp_path / "ds", opts)
     cfg = TrainConfig(model=ModelConfig(max_length=48, num_layers=1, freeze_embeddings=True),
                       epochs=1, batch_size=16, device="cpu", env=toy.NAME, track=False,
