@@ -58,11 +58,12 @@ class DatasetOptions(Frozen):
     """The renderer settings (stored with the dataset and the model)."""
     tokenizer: str | None = "minilm"
     """Tokenizer counting the render budget ("minilm", an HF path, or None: no budget)."""
-    model_max_length: int | None = Field(None, ge=16)
+    model_max_length: int | None = Field(256, ge=16)
     """The value model's input length in tokens, special tokens included (the train stage's
-    ``max_length``): unless ``render.max_tokens`` is set, renderings are fitted to it less the
-    tokenizer's special tokens, and that budget is stored as the dataset's ``max_tokens``
-    (None: the tokenizer's own limit)."""
+    ``max_length``; default: the value model's default, ``ModelConfig.max_length``): unless
+    ``render.max_tokens`` is set, renderings are fitted to it less the tokenizer's special
+    tokens, and that budget is stored as the dataset's ``max_tokens`` (None: the tokenizer's
+    own limit)."""
 
 
 # ---------------------------------------------------------------- reading trajectories

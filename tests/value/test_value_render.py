@@ -139,3 +139,20 @@ def test_instruction_shortened_only_when_now_leaves_no_room() -> None:
     huge = hist(1, obs="lamp " * 200)
     over = Renderer(RenderOptions(env="textcraft", max_tokens=40), tok).fit(huge)
     assert over.over_budget and over.text.endswith("lamp  0")  # NOW whole, though over
+
+
+def test_a_default_dataset_fits_the_default_model(tmp_path: Path) -> None:
+    """`amc dataset` then `amc train` with their defaults agree on the input length; a smaller
+    model is refused with the fix in the message."""
+    import pytest
+
+    from amc.value.data import build_dataset, load_dataset_dir
+    from amc.value.train_run import check_budget
+
+    hs = [History(f"t{i}", TC_OBS0, hist(3).steps) for i in range(8)]
+    build_dataset(hs, tmp_path / "ds", DatasetOptions(render=RenderOptions(env="textcraft")))
+    _, render, _ = load_dataset_dir(tmp_path / "ds")
+    assert render.max_tokens == ModelConfig().max_length - 2
+    check_budget(render, ModelConfig().max_length)
+    with pytest.raises(ValueError, match="model_max_length=48"):
+        check_budget(render, 48)
