@@ -122,3 +122,17 @@ def register_version(root: Path, quality: float, *, fail: bool = False,
     if alias:
         client.set_registered_model_alias(MODEL, alias, v)
     return v
+
+
+def copy_stage_inputs(root: Path, repo: Path = Path(__file__).resolve().parents[2]) -> None:
+    """Copy into a test project the root pipeline's file deps that live outside ``amc/`` and
+    are no stage's output (e.g. the declared held-out task lists collect excludes)."""
+    spec = yaml.safe_load((repo / "dvc.yaml").read_text())
+    outs = {str(o) for st in spec["stages"].values() for o in st.get("outs", [])}
+    for st in spec["stages"].values():
+        for dep in st.get("deps", []):
+            src = repo / str(dep)
+            if str(dep).startswith("amc/") or str(dep) in outs or not src.is_file():
+                continue
+            (root / str(dep)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, root / str(dep))

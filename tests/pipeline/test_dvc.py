@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.pipeline.conftest import TOY_PARAMS
+from tests.pipeline.conftest import TOY_PARAMS, copy_stage_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -64,6 +64,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
     shutil.copytree(ROOT / "amc", root / "amc",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
+    copy_stage_inputs(root)  # the declared held-out task lists collect reads
     (root / "params.yaml").write_text(yaml.safe_dump(toy_params(), sort_keys=False))
     (root / ".gitignore").write_text("mlruns/\n__pycache__/\n")
     pr = Project(root)
