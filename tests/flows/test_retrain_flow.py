@@ -17,6 +17,7 @@ from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
 from amc.pipeline.params import overrides_tag
 from tests.flows.conftest import ROOT
+from tests.pipeline.conftest import copy_stage_inputs
 from tests.pipeline.test_dvc import Project, toy_params
 
 MODEL = "amc-value-synthetic"
@@ -36,6 +37,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Project, s
 
     shutil.copytree(ROOT / "amc", tmp_path / "amc", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "dvc.yaml", tmp_path / "dvc.yaml")
+    copy_stage_inputs(tmp_path)  # the declared held-out task lists collect reads
     p = toy_params()
     p["evaluate"].update(methods=["bon", "amc"], n_grid=[4])
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from amc.pipeline import grpo
+from tests.pipeline.conftest import copy_stage_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,6 +74,7 @@ def test_dvc_repro_of_the_grpo_stage_at_toy_size(toy_model: Path, tmp_path: Path
     for f in ("dvc.yaml", "grpo/dvc.yaml", "grpo/.dvc/config", "grpo/.dvc/.gitignore",
               "grpo/.dvcignore"):  # grpo/ is its own DVC project (dvc init --subdir)
         shutil.copy(ROOT / f, root / f)
+    copy_stage_inputs(root)  # the declared held-out task lists collect reads
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     (root / ".gitignore").write_text("mlruns/\n__pycache__/\n")
     env = {**os.environ, "PYTHONPATH": str(root),

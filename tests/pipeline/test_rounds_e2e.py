@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.pipeline.conftest import copy_stage_inputs
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 MODEL = "amc-value-textcraft"
@@ -60,6 +62,7 @@ def two_rounds(tmp_path_factory: pytest.TempPathFactory
     root = tmp_path_factory.mktemp("rounds-project")
     shutil.copytree(ROOT / "amc", root / "amc", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
+    copy_stage_inputs(root)  # the declared held-out task lists collect reads
     (root / "params.yaml").write_text(yaml.safe_dump(toy_params(), sort_keys=False))
     (root / ".gitignore").write_text("mlruns/\n__pycache__/\n/data/rounds\n")
     for cmd in (["git", "init", "-q"], ["git", "config", "user.email", "t@amc.invalid"],
