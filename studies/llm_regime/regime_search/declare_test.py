@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
+from amc.value.room import success_step
 from studies.llm_regime.regime_search.analyse import KEPT, read_records, task_histories
 from studies.llm_regime.regime_search.tasks import touched_tasks
 from studies.llm_regime.testset import power_calculation
@@ -52,8 +53,8 @@ def null_differences(depth: int, n: int, horizon: int, kept: Path = KEPT) -> lis
     for hs in task_histories(read_records(kept / f"depth{depth}")).values():
         groups: dict[tuple[int, int], float] = {}
         for seed, i, h in hs:
-            win = any(sum(s.reward for s in h.steps[:t]) >= 1.0
-                      for t in range(1, min(h.t, horizon) + 1))
+            at = success_step(h, 1.0)
+            win = at is not None and at <= horizon
             groups[(seed, i // n)] = max(groups.get((seed, i // n), 0.0), float(win))
         keys = sorted(groups)
         pairs = list(zip(keys[0::2], keys[1::2], strict=False))

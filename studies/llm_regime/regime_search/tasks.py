@@ -29,8 +29,7 @@ def touched_tasks(root: Path = REPO) -> set[str]:
         with opener(f, "rt") as fh:  # type: ignore[operator]
             rows = (json.loads(line) for line in fh if line.strip())
             ids |= {str(r["task_id"]) for r in rows if "task_id" in r}
-    for f in [*sorted((root / "amc/pipeline/declared").glob("*.json")),
-              *sorted((root / "studies/llm_regime/declared").glob("*.json")),
+    for f in [*sorted((root / "studies/llm_regime/declared").glob("*.json")),
               root / "configs/llm-regime/rounds-frozen-tasks.json"]:
         if f.is_file():
             d = json.loads(f.read_text())
