@@ -8,7 +8,8 @@ log shows the order) fixes everything the result depends on:
 - ``value``: the learned value's content hash (:func:`amc.value.digest.model_hash`) and where
   its kept copy is; the run refuses a model of another hash;
 - ``tasks``: the rule that draws them (a recorded seed, the pool, the earlier cells' tasks it
-  leaves out, the size) -- the drawn list is written beside the results when the run starts;
+  leaves out, the size; WebShop's also the seed of the generated catalog its goals come
+  from) -- the drawn list is written beside the results when the run starts;
 - ``seeds``; ``arms`` (Best-of-N ``bon``, AMC with the learned value ``amc``, AMC with no
   value ``amc_none``, the rollout ceiling ``ceiling``), all on the same (task, seed) pairs;
 - ``primary``: the comparisons (arm minus arm) the result is, on ``metric``;
@@ -117,6 +118,20 @@ def sciworld_tasks(proto: Protocol, suite: Any, root: Path) -> list[dict[str, An
         if len(kept) == int(t["n"]):
             return kept
     raise ValueError(f"{proto.id}: only {len(kept)} fresh games fit (declared {t['n']})")
+
+
+def webshop_tasks(proto: Protocol, suite: Any, used_goals: set[str]) -> list[dict[str, Any]]:
+    """WebShop's fresh goals: the goals of the declared source catalog (``suite``: the
+    generated fixture catalog at ``tasks.fixture_seed``) whose instruction text is none of
+    ``used_goals`` (every goal of the catalogs earlier cells and the value used), in the
+    seed's random order, the first ``n``. Returns [{task_id, goal}] in draw order."""
+    t = proto.tasks
+    goals = suite.catalog.goals
+    pool = [str(i) for i, g in enumerate(goals) if g["instruction_text"] not in used_goals]
+    drawn = draw_order(pool, int(t["seed"]))[: int(t["n"])]
+    if len(drawn) < int(t["n"]):
+        raise ValueError(f"{proto.id}: only {len(drawn)} fresh goals (declared {t['n']})")
+    return [{"task_id": tid, "goal": goals[int(tid)]["instruction_text"]} for tid in drawn]
 
 
 def textcraft_tasks(proto: Protocol, suite: Any) -> list[dict[str, Any]]:

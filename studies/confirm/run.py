@@ -26,11 +26,20 @@ from pathlib import Path
 from typing import Any
 
 from studies.confirm import once
-from studies.confirm.protocol import Protocol, load, sciworld_tasks, textcraft_tasks
+from studies.confirm.protocol import (
+    Protocol,
+    load,
+    sciworld_tasks,
+    textcraft_tasks,
+    webshop_tasks,
+)
 
 RESULTS = Path("evidence/confirm")
 VALUES = Path("/tmp/amc-confirm-values")
 """Where kept values are rebuilt (outside the shared tree)."""
+CATALOGS = Path("/tmp/amc-confirm-webshop")
+"""Where WebShop's generated fixture catalogs are written (``seed<k>/``; a seed's files are
+the same bytes every time)."""
 
 
 def cell_params(p: Protocol, value: str, model_dir: str | None) -> Any:
@@ -46,19 +55,42 @@ def cell_params(p: Protocol, value: str, model_dir: str | None) -> Any:
                                       "value": value, "value_model": model_dir or "none"})
 
 
-def learned_model(p: Protocol) -> str:
-    """The kept value rebuilt under :data:`VALUES`, checked against the declared hash."""
+def value_id(model_dir: Path) -> str:
+    """The value's id as the sweep's records give it (:func:`studies.sweeps.harvest.value_id`):
+    the model's content hash, and with a fitted calibration (``calibration.json``, which the
+    model hash does not cover) its method and the digest of its parameters."""
     from amc.value.digest import model_hash
+    from studies.sweeps.cell import CALIBRATION_FILE
+    from studies.sweeps.harvest import value_id as record_id
+
+    cal = model_dir / CALIBRATION_FILE
+    return record_id({"model_hash": model_hash(model_dir),
+                      "calibration": json.loads(cal.read_text()) if cal.is_file() else None})
+
+
+def learned_model(p: Protocol) -> str:
+    """The kept value rebuilt under :data:`VALUES`, checked against the declared id (model
+    hash, and calibration digest when one is declared)."""
     from studies.sweeps.keep_value import restore
 
     want = str(p.value["model_hash"])
     out = VALUES / want
     if not out.is_dir():
         restore(Path(p.value["kept"]), out)
-    have = model_hash(out)
-    if have != want.split("-")[0]:
-        raise once.OnceError(f"{p.id}: the value at {out} hashes {have}, declared {want}")
+    have = value_id(out)
+    if have != want:
+        raise once.OnceError(f"{p.id}: the value at {out} is {have}, declared {want}")
     return str(out)
+
+
+def webshop_suite(seed: int, n_products: int, budget: int) -> Any:
+    """WebShop over the generated fixture catalog of ``seed`` (the sweep's cells: seed 0),
+    the environment's step limit the declared budget (the forced buy follows it)."""
+    from amc.envs.webshop.env import WebShopOptions, WebShopSuite
+    from amc.envs.webshop.fixture import write_fixture_catalog
+
+    data = write_fixture_catalog(CATALOGS / f"seed{seed}", n_products, seed)
+    return WebShopSuite(WebShopOptions(data_dir=str(data), max_steps=budget))
 
 
 def make_suite(p: Protocol) -> Any:
@@ -71,6 +103,9 @@ def make_suite(p: Protocol) -> Any:
         from studies.sweeps.tasks import make_suite as tc_suite
 
         return tc_suite(cell_params(p, "none", None))
+    if p.benchmark == "webshop":
+        return webshop_suite(int(p.tasks["fixture_seed"]), int(p.tasks["n_products"]),
+                             int(p.regime["budget"]))
     raise ValueError(f"{p.id}: no runner for {p.benchmark} yet")
 
 
@@ -119,8 +154,14 @@ def draw(p: Protocol, suite: Any, folder: Path) -> list[str]:
     path = folder / "tasks.json"
     if path.is_file():
         return [t["task_id"] for t in json.loads(path.read_text())["tasks"]]
-    drawn = (sciworld_tasks(p, suite, Path(".")) if p.benchmark == "sciworld"
-             else textcraft_tasks(p, suite))
+    if p.benchmark == "sciworld":
+        drawn = sciworld_tasks(p, suite, Path("."))
+    elif p.benchmark == "webshop":
+        used = {g["instruction_text"] for k in p.tasks["exclude_fixture_seeds"] for g in
+                webshop_suite(int(k), int(p.tasks["n_products"]), 1).catalog.goals}
+        drawn = webshop_tasks(p, suite, used)
+    else:
+        drawn = textcraft_tasks(p, suite)
     path.write_text(json.dumps({"protocol": p.id, "protocol_hash": p.sha256, "tasks": drawn},
                                indent=1) + "\n")
     return [t["task_id"] for t in drawn]

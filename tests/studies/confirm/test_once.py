@@ -69,9 +69,15 @@ def test_the_runner_refuses_a_finished_run_in_one_line(tmp_path: Path,
     assert len(err) == 1 and "already has its result" in err[0] and "--replication" in err[0]
 
 
-def test_a_blocked_protocol_refuses_with_its_reason(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([str(ROOT / "studies/confirm/webshop.json")]) == 2
-    assert "blocked" in capsys.readouterr().err
+def test_a_blocked_protocol_refuses_with_its_reason(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    raw = json.loads((ROOT / "studies/confirm/webshop.json").read_text())
+    proto = tmp_path / "webshop.json"
+    proto.write_text(json.dumps({**raw, "status": "blocked", "blocked_by": "no value here"}))
+    assert main([str(proto), "--results", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "blocked" in err and "no value here" in err
+    assert not (tmp_path / raw["id"]).exists()
 
 
 def test_the_declared_protocols_parse() -> None:
