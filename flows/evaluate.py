@@ -36,9 +36,7 @@ from flows._log import say
 @task(name="evaluate-plan", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)
 def plan(params_path: str, overrides: list[str]) -> list[tuple[str, int]]:
     """Resolve tasks, model versions and methods; returns the (spec, seed) units."""
-    p = params(params_path, overrides)
-    lib.mark_running(p)
-    pl = lib.plan(p)
+    pl = lib.plan(params(params_path, overrides))
     return [(m["spec"], s) for m in pl["methods"] for s in pl["seeds"]]
 
 
@@ -53,9 +51,7 @@ def run_unit(params_path: str, overrides: list[str], unit: tuple[str, int]) -> s
 def finalize(params_path: str, overrides: list[str], error: str | None = None,
              started: float | None = None) -> dict[str, Any]:
     """Check completeness, write the record, log the MLflow run, publish artifacts."""
-    p = params(params_path, overrides)
-    ev = lib.finalize(p, error=error)
-    lib.log_run(p, ev, started)
+    ev = lib.close(params(params_path, overrides), error, started)
     create_markdown_artifact(key="amc-evaluation", markdown=eval_markdown(ev),
                              description=f"AMC evaluation ({ev['status']})")
     if ev["methods"]:

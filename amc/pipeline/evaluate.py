@@ -36,6 +36,7 @@ import math
 import re
 import time
 from collections.abc import Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,9 @@ def method_specs(p: PipelineParams, with_champion: bool) -> list[tuple[str, str,
 
 
 def plan(p: PipelineParams) -> dict[str, Any]:
-    """Resolve tasks, model versions and methods; write ``plan.json``; return the plan."""
+    """Mark the record ``running`` (:func:`mark_running`), then resolve tasks, model versions
+    and methods; write ``plan.json``; return the plan."""
+    mark_running(p)
     e = p.evaluate
     models: dict[str, Any] = {"name": None, "challenger": None, "champion": None}
     if "amc" in e.methods:
@@ -161,7 +164,6 @@ def run_unit(p: PipelineParams, spec: str, seed: int, *, progress: bool = False)
 def evaluate(p: PipelineParams, *, progress: bool = True) -> dict[str, Any]:
     """Plan, run every unit (resuming), finalize; returns the record (``evaluation.json``)."""
     started = time.time()
-    mark_running(p)
     pl = plan(p)
     cfg = run_config(p, pl)
     drop_stale(cfg)
@@ -255,12 +257,21 @@ def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
     return out
 
 
+def close(p: PipelineParams, error: str | None = None, started: float | None = None
+          ) -> dict[str, Any]:
+    """The evaluation's last step after its units: :func:`finalize`, then :func:`log_run`
+    (the flow's ``evaluate-finalize`` task); returns the record."""
+    ev = finalize(p, error=error)
+    log_run(p, ev, started)
+    return ev
+
+
 def room_record(p: PipelineParams, pl: dict[str, Any],
                 results: dict[str, list[TaskResult]]) -> dict[str, Any]:
     """The offline room (:mod:`amc.value.room`) of each Best-of-N arm at each resampling step:
     every seed's N rollouts of a task are a group, the other seeds' rollouts give a state's
     chance (so it needs two seeds or more; the state key is the benchmark's observed summary)."""
-    summarise_state = get_benchmark(p.env.name).observed_summary or (lambda h: h.observation)
+    summarise_state = get_benchmark(p.env.name).observed_summary or attrgetter("observation")
     out: dict[str, Any] = {}
     for m in pl["methods"]:
         if not m["spec"].startswith("bon@") or len(pl["seeds"]) < 2:

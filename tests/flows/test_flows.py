@@ -12,9 +12,7 @@ from prefect.client.orchestration import get_client
 from amc.pipeline.artifacts import MANIFEST
 from amc.pipeline.params import load_params
 from flows.collect import collect_flow
-from flows.evaluate import evaluate_flow
 from tests.flows.conftest import ROOT
-from tests.pipeline.conftest import register_version
 
 
 async def artifact(key: str) -> object:
@@ -58,24 +56,6 @@ def test_collect_flow_in_rounds_tags_the_flow_run(workdir: Path) -> None:
         # back-dated to the flow's start: the run spans the shards' work, not just the merge
         assert run.info.start_time / 1000 <= merged.st_mtime
         assert not (manifest.parent / "shards").exists()
-
-
-async def test_evaluate_flow_publishes_artifacts(workdir: Path) -> None:
-    register_version(workdir, 1.0)
-    path = await _run_sync(evaluate_flow, "params.yaml", [])
-    assert Path(path) == Path("data/eval/evaluation.json")
-    ev = json.loads(Path(path).read_text())
-    assert ev["status"] == "complete" and "smc@8+challenger" in ev["methods"]
-    md = await artifact("amc-evaluation")
-    table = await artifact("amc-evaluation-table")
-    assert md is not None and "smc@8+challenger" in md.data
-    assert table is not None
-
-
-async def _run_sync(fn: object, *args: object) -> object:
-    import asyncio
-
-    return await asyncio.to_thread(fn, *args)  # a sync flow, off the test's event loop
 
 
 @pytest.mark.slow
