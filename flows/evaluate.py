@@ -2,11 +2,16 @@
 
 :func:`amc.pipeline.evaluate.plan` resolves the registry aliases to pinned versions once; the
 units (one results file each, so no two tasks write the same file) fan out on the configured
-task runner, retried and resumable; :func:`finalize` checks completeness, writes the record and
-the metrics file and logs the MLflow run, exactly as :func:`amc.pipeline.evaluate.run` does; a
-complete evaluation is then recorded in ``dvc.lock`` (:func:`flows._common.record`). The
-evaluation is published as a markdown report and a table artifact (keys ``amc-evaluation`` and
-``amc-evaluation-table``).
+task runner, retried and resumable; :func:`finalize` (:func:`amc.pipeline.evaluate.close`)
+checks completeness, writes the record and the metrics file and logs the MLflow run, exactly as
+:func:`amc.pipeline.evaluate.run` does; a complete evaluation is then recorded in ``dvc.lock``
+(:func:`flows._common.record`). The evaluation is published as a markdown report and a table
+artifact (keys ``amc-evaluation`` and ``amc-evaluation-table``).
+
+It reads top to bottom: each task makes one call into the stage, the stage calls the shared
+helpers, nothing calls back up; the drift monitor (:mod:`flows.drift`) is a subflow that the
+scheduled evaluation runs once, after its evaluation is recorded
+(``tests/flows/test_evaluate_reads_top_down.py`` traces one and checks this).
 """
 
 from __future__ import annotations
