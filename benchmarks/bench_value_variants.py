@@ -13,7 +13,7 @@ split and scored on the same held-out (value-test) states by
 
 - (a) head-only, one head, seed 0 (the stage's recipe: frozen float MiniLM, bce, cached features);
 - (b) an ensemble of K heads (seeds 0..K-1) on the same features, p averaged
-  (:mod:`amc.value.ensemble`), then calibrated;
+  (:mod:`studies.sweeps.ensemble`), then calibrated;
 - (c) LoRA (r = 8 on query/key/value/dense) on the float MiniLM encoder, full mode of
   :func:`amc.value.train.train`, bce, 1 epoch on a seeded random subset of the training states
   sized from a measured 64-state probe to fit ``--lora-budget`` seconds (at most ``--lora-cap``);
@@ -89,8 +89,8 @@ def calibrated(vp: Any, p_val: np.ndarray, y_val: np.ndarray, p_test: np.ndarray
 def head_variants(vp: Any, cfg: Any, feats: dict[str, Any], sub: np.ndarray,
                   k: int) -> dict[str, dict[str, Any]]:
     """(a), (b) and (d): raw p on validation and test, training seconds and states."""
-    from amc.value.ensemble import head_member, member_seeds, train_members
     from amc.value.train_head import SplitFeatures
+    from studies.sweeps.ensemble import head_member, member_seeds, train_members
 
     tr, va, te = feats["train"], feats["validation"], feats["test"]
     ens = train_members(head_member(tr, va, cfg), member_seeds(vp.seed, k))

@@ -1,7 +1,7 @@
 """The value's representation options beyond the rendering, read off their benchmark.
 
 ``benchmarks/bench_value_variants.py`` compares, on one reduced sweep dataset and the same
-held-out states, one head (a) with an ensemble of K heads (b) (:mod:`amc.value.ensemble`), and
+held-out states, one head (a) with an ensemble of K heads (b) (:mod:`studies.sweeps.ensemble`), and
 LoRA on the encoder (c) with one head trained on exactly (c)'s subset (d); its result
 (``docs/value-variants/result.json``) holds each variant's offline figures and a bootstrap
 interval over held-out tasks of the (b) - (a) and (c) - (d) differences in AUC within (task,

@@ -8,7 +8,7 @@ and the head is scored on the fixed held-out set (the declared 60-task set's Bes
 states, tasks no round trains on): within-(task, step) AUC at the resampling steps 2 and 4
 with a 95% task-cluster bootstrap interval and the paired difference to regression, the
 within-group spread against beta = 0.1 and its weight ratio, the within-group log-loss at beta
-and at the fitted T (:mod:`amc.value.sibling_metrics`).
+and at the fitted T (:mod:`studies.value_options.sibling_metrics`).
 
 ``python -m studies.value_options.measure [--cost]`` writes ``results.json`` and
 ``results.md`` beside this file; ``--cost`` adds the fine-tuning cost (:mod:`.cost`),
@@ -88,10 +88,10 @@ def bootstrap(counts: dict[str, dict[str, tuple[float, float]]], base: str, seed
 def train_option(name: str, sp: dict[str, states.Split], seed: int = 0) -> dict[str, Any]:
     """Train one objective's head; its fitted T and held-out figures."""
     from amc.value.metrics import value_metrics
-    from amc.value.sibling_metrics import sibling_metrics, within_spread
     from amc.value.temperature import fit_temperature
     from amc.value.train_head import SplitFeatures, fit_head, frozen_model, head_predict
     from amc.value.train_run import TrainConfig
+    from studies.value_options.sibling_metrics import sibling_metrics, within_spread
 
     cfg = TrainConfig(mode="head", track=False, seed=seed,
                       model={"max_length": states.MAX_LENGTH, "num_layers": 6},

@@ -1,4 +1,4 @@
-"""The value-head ensemble (amc.value.ensemble): p averaged, distinct seeds, the mean of the
+"""The value-head ensemble (studies.sweeps.ensemble): p averaged, distinct seeds, the mean of the
 members; on hand-built members (no encoder)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from amc.value.ensemble import Ensemble, mean_p, member_seeds, train_members
+from studies.sweeps.ensemble import Ensemble, mean_p, member_seeds, train_members
 
 
 def _logistic_member(seed: int):

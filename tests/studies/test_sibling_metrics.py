@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from amc.value.sibling_metrics import sibling_metrics, within_spread
+from studies.value_options.sibling_metrics import sibling_metrics, within_spread
 
 
 def test_within_spread_ignores_between_group_differences() -> None:
