@@ -4,8 +4,10 @@
 # then the retraining rounds kept in evidence/llm-regime/rounds (studies/llm_regime/run.sh
 # rounds); then the LLM regime's first 12-task run (studies/llm_regime/run.sh report writes its
 # summary and plots to docs/results-assets/llm-regime/); the earlier embedded configurations
-# and the GRPO comparison (scripts/grpo_compare.sh) follow as their own sections. Run from the
-# repository root with the venv's bin on PATH.
+# and the GRPO comparison (scripts/grpo_compare.sh) follow as their own sections. The product's
+# `amc results-doc` renders the document; the study's entry (studies/llm_regime/results_doc.py)
+# adds the declared test set's and the rounds' sections. Run from the repository root with the
+# venv's bin on PATH.
 set -euo pipefail
 A=docs/results-assets
 D=studies/llm_regime/declared/llm-regime-testset60.json
@@ -22,7 +24,7 @@ Z=evidence/llm-regime/zero-shot-yesno-auc.md
 # the paragraph under the title: a template whose numbers are read from the committed records
 INTRO=$(python -m studies.llm_regime.intro docs/results-intro.txt "$A/llm-regime/summary.json" \
   "$D" docs/evidence.md)
-amc results-doc -p configs/llm-regime/params.yaml \
+python -m studies.llm_regime.results_doc \
   --summary "$A/llm-regime/summary.json" --plots-dir "$A/llm-regime" \
   --title "Results: TextCraft with the embedded Gemma-3-270M prior" "${S[@]}" \
   --intro "$INTRO" \

@@ -94,21 +94,11 @@ def results_doc_cmd(
         "(e.g. docs/results-assets/summary.json: regenerate from the committed copies)."),
     plots: Path | None = typer.Option(
         None, "--plots-dir", help="Plots to include instead of report.plots_dir."),
-    declared: list[str] = typer.Option(
-        [], "--declared", help="TITLE=DECLARED,EVAL: a declared test set (its JSON file, "
-        "committed before its runs) and its evaluation summary, as a section before the "
-        "others (repeatable)."),
     section: list[str] = typer.Option(
         [], "--section", help="TITLE=FILE.md: a generated markdown section (e.g. a study's "
         "table), placed first, verbatim (repeatable)."),
     summary_title: str | None = typer.Option(
         None, help="Heading of the pipeline summary's section."),
-    rounds: Path | None = typer.Option(
-        None, "--rounds", help="The retraining rounds (a folder with ledger/round-*.json and "
-        "round-*/evaluation.json, or a resolved rounds.json): their table and plot after the "
-        "declared sections; 'no round has run yet' while none is kept."),
-    rounds_title: str = typer.Option("Rounds on the embedded prior",
-                                     help="Heading of the --rounds section."),
 ) -> None:
     """Generate docs/results.md (tables, plots, reading) from the report's metrics."""
     from amc.reports.results_doc import write_results_doc
@@ -140,19 +130,10 @@ def results_doc_cmd(
         if not sep or not sec_title or not Path(path).is_file():
             raise ValueError(f"--extra {item!r}: need TITLE=PATH of an existing summary.json")
         sections.append((sec_title, path))
-    decls = []
-    for item in declared:
-        sec_title, sep, paths = item.rpartition("=")
-        pair = tuple(Path(x) for x in paths.split(","))
-        if not sep or not sec_title or len(pair) != 2 or not all(x.is_file() for x in pair):
-            raise ValueError(f"--declared {item!r}: need TITLE=DECLARED,EVAL of existing files")
-        decls.append((sec_title, *pair))
     written = write_results_doc(summary, plots or p.report.plots_dir, out, title=title,
-                                extra=sections, intro=intro, declared=decls,
+                                extra=sections, intro=intro,
                                 grpo=grpo_paths,  # type: ignore[arg-type]  # 3 checked above
-                                summary_title=summary_title,
-                                rounds=None if rounds is None else (rounds_title, rounds),
-                                sections=mds)
+                                summary_title=summary_title, sections=mds)
     typer.echo(f"wrote {written}")
 
 

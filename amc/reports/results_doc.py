@@ -17,7 +17,9 @@ Best-of-N at the largest N; an explicit statement when the prior produced no suc
 ceiling or does not improve with N (then there is nothing left to gain).
 
 Further configurations (for example the benchmark-faithful one, run with ``amc run``) are
-added as extra sections from their ``summary.json``, each with its own table and reading.
+added as extra sections from their ``summary.json``, each with its own table and reading; a
+caller may also put its own sections first, as markdown files (``sections``) or as renderers
+(``renderers``: a study's tables, e.g. ``studies/llm_regime/results_doc.py``).
 """
 
 from __future__ import annotations
@@ -27,11 +29,10 @@ import math
 import re
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from amc.reports.declared import declared_section
 from amc.reports.run_summary import describe_config, load_run_summary, upgrade_summary
 from amc.reports.table import plus_minus
 from amc.results import write_json_atomic
@@ -42,6 +43,10 @@ METRICS = (("deployable_reward", "deployable (value-selected)"),
            ("weighted_mean_reward", "weighted mean"), ("success", "success (oracle)"))
 ROLE_ORDER = ("react", "bon", "smc", "amc", "champion")
 CEILING = 0.9  # Best-of-N success from which no method can show a clear gain
+
+Renderer = Callable[[Path], tuple[list[str], list[Path]]]
+"""A section a caller adds: given the document's assets folder (where it may copy what it
+read), its markdown lines and the source files it read (listed in the document's header)."""
 
 
 def _nan(x: Any) -> bool:
@@ -210,7 +215,7 @@ def reading(methods: Mapping[str, Mapping[str, Any]],
     return lines
 
 
-def _hours(seconds: float | None) -> str:
+def hours(seconds: float | None) -> str:
     if seconds is None:
         return "not recorded"
     return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
@@ -218,11 +223,11 @@ def _hours(seconds: float | None) -> str:
 
 def _extra_section(title: str, s: Mapping[str, Any], path: Path) -> list[str]:
     """A configuration run by ``amc run``: its settings, table and reading."""
-    return [f"\n## {title}\n", f"_From `{path}`; wall time {_hours(s.get('wall_s'))}._\n",
-            *_run_body(s)]
+    return [f"\n## {title}\n", f"_From `{path}`; wall time {hours(s.get('wall_s'))}._\n",
+            *run_body(s)]
 
 
-def _run_body(s: Mapping[str, Any]) -> list[str]:
+def run_body(s: Mapping[str, Any]) -> list[str]:
     """A run's settings, table, paired differences and reading."""
     return [*(f"- {x}" for x in describe_config(s.get("config"))), "", _table(s["methods"]),
             *_paired_block(s.get("paired")),
@@ -253,7 +258,7 @@ def _pipeline_section(s: Mapping[str, Any], intro: str | None, pngs: list[Path],
         "computed over the same pool for every method.\n",
         *([intro, ""] if intro else []),
         *(f"- {x}" for x in describe_config(s.get("config"))),
-        f"- evaluation wall time: {_hours(s.get('wall_s'))} over {s.get('sessions') or '?'} "
+        f"- evaluation wall time: {hours(s.get('wall_s'))} over {s.get('sessions') or '?'} "
         "session(s)\n" if s.get("wall_s") is not None else "",
         _table(s["methods"]), *_paired_block(s.get("paired")), "\n## Reading\n",
         *(f"- {x}" for x in reading(s["methods"], s.get("paired"), s.get("paired_values"))),
@@ -283,26 +288,21 @@ def write_results_doc(summary_file: str | Path | None, plots_dir: str | Path, ou
                       extra: Sequence[tuple[str, str | Path]] = (),
                       intro: str | None = None,
                       grpo: tuple[Path, Path, Path] | None = None,
-                      declared: Sequence[tuple[str, Path, Path]] = (),
                       summary_title: str | None = None,
-                      rounds: tuple[str, Path] | None = None,
-                      sections: Sequence[tuple[str, Path]] = ()) -> Path:
+                      sections: Sequence[tuple[str, Path]] = (),
+                      renderers: Sequence[Renderer] = ()) -> Path:
     """Write the results document (and copy the plots beside it); returns its path.
 
     ``summary_file`` is the pipeline report's summary (None: only the ``extra`` sections);
     ``extra`` adds ``(title, summary.json of amc run)`` sections; ``intro`` is a paragraph
     placed under the title (e.g. why this configuration was chosen); ``grpo`` adds the GRPO
     comparison (:mod:`amc.reports.grpo_table`: frozen run, GRPO-policy run, training metrics);
-    ``declared`` puts ``(title, declared test-set file, its evaluation summary)`` sections first
-    (:mod:`amc.reports.declared`: the primary comparison, planned and realised power);
     ``summary_title`` heads the pipeline summary's section (needed when others come first);
-    ``rounds`` = ``(title, rounds folder or rounds.json)`` adds the retraining rounds' table
-    and plot right after the declared sections (:mod:`amc.reports.rounds`; "no round has run
-    yet" when the folder holds no ledger); ``sections`` = ``(title, markdown file)`` pairs put
-    first, verbatim (a study's own generated table, e.g. a regime search).
+    ``sections`` = ``(title, markdown file)`` pairs put first, verbatim (a study's own generated
+    table, e.g. a regime search), then each of ``renderers``' sections (:data:`Renderer`).
     """
-    if (summary_file is None and not extra and grpo is None and not declared and rounds is None
-            and not sections):
+    if (summary_file is None and not extra and grpo is None and not sections
+            and not renderers):
         raise ValueError("nothing to report: no pipeline summary and no extra sections")
     out = Path(out)
     # Plots and the summaries themselves travel with the document: it stays readable and
@@ -323,21 +323,10 @@ def write_results_doc(summary_file: str | Path | None, plots_dir: str | Path, ou
     for sec_title, md in sections:
         first += [f"\n## {sec_title}\n", f"_From `{md}`._\n", Path(md).read_text().strip(), ""]
         sources.append(Path(md))
-    for sec_title, decl_path, run_path in declared:
-        run = load_run_summary(Path(run_path))
-        slug = re.sub(r"[^a-z0-9]+", "-", Path(decl_path).stem.lower()).strip("-")
-        write_json_atomic(assets / f"{slug}.json", run)  # the README's LLM sentence reads it
-        first += declared_section(sec_title, json.loads(Path(decl_path).read_text()), run,
-                                  str(decl_path), str(run_path))
-        first += [f"- wall time {_hours(run.get('wall_s'))} over {run.get('sessions') or '?'} "
-                  "session(s)", *_run_body(run)]
-        sources.append(Path(run_path))
-    if rounds is not None:
-        from amc.reports.rounds import load_rounds, rounds_section
-
-        entries = load_rounds(rounds[1])
-        first += rounds_section(entries, rounds[0], str(rounds[1]), assets)
-        sources.append(Path(rounds[1]))
+    for render in renderers:
+        lines, read = render(assets)
+        first += lines
+        sources += read
     parts = [f"# {title}\n",
              f"_Generated by `{command}` from {', '.join(f'`{s}`' for s in sources)} "
              f"(copied to `{assets.name}/`) on "

@@ -39,7 +39,7 @@ CHECKED = ("best_val_pearson", "best_val_auc", "best_val_mae")
 
 RESTORES = "restores.jsonl"
 """File (in ``rounds.ledger_dir``) where each restore is recorded, one line per round (read by
-``amc.reports.rounds``, which cannot import this package)."""
+:mod:`studies.llm_regime.rounds_doc`)."""
 
 
 def registered_versions(p: PipelineParams) -> set[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amc.reports.rounds import restore_readings
+from studies.llm_regime.rounds_doc import restore_readings
 
 
 def _restore(day: str, kept: int) -> dict:

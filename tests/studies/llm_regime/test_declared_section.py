@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from amc.reports import declared as dec
-from amc.reports.results_doc import write_results_doc
 from amc.stats import t_power
+from studies.llm_regime import declared_section as dec
+from studies.llm_regime.results_doc import write_results_doc
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DECLARED = ROOT / "studies/llm_regime/declared/llm-regime-testset60.json"
 EVAL = ROOT / "evidence/llm-regime/testset60/evaluation.json"
 

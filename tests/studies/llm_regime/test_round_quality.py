@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from amc.reports import rounds as rep
-from amc.reports.results_doc import write_results_doc
-from amc.reports.round_quality import HELDOUT_FILE, rounds_plot
-from tests.reports.test_rounds_report import _entries, _write_dir
+from studies.llm_regime import rounds_doc as rep
+from studies.llm_regime.results_doc import write_results_doc
+from studies.llm_regime.round_quality import HELDOUT_FILE, rounds_plot
+from tests.studies.llm_regime.test_rounds_report import _entries, _write_dir
 
 
 def _heldout(versions: dict[int, int]) -> dict[str, Any]:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from amc.reports import rounds as rep
-from amc.reports.results_doc import write_results_doc
+from studies.llm_regime import rounds_doc as rep
+from studies.llm_regime.results_doc import write_results_doc
 
 
 def _ledger(r: int, records: int, rows: int, auc: float, promote: bool | None = None,
@@ -214,7 +214,7 @@ def test_the_last_rounds_full_grid_is_its_kept_runs() -> None:
 
     from amc.stats import paired_difference
 
-    root = Path(__file__).resolve().parents[2] / "evidence/llm-regime/rounds"
+    root = Path(__file__).resolve().parents[3] / "evidence/llm-regime/rounds"
     last = sorted(root.glob("round-*/evaluation.json"))[-1]
     ev = json.loads(last.read_text())
 

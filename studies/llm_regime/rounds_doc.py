@@ -11,7 +11,7 @@ This module only renders: from the ledgers and those summaries it builds, per ro
 dataset size (rows, and rollouts of the rounds the dataset spans), the value's validation
 AUC / Pearson / MAE, AMC − Best-of-N at one N on the declared set with its 95% t interval and
 exact sign-flip p, and the gate's decision; each round's value on one fixed held-out set
-(:mod:`amc.reports.round_quality`); a table of every N of the last evaluated round; and a PNG
+(:mod:`studies.llm_regime.round_quality`); a table of every N of the last evaluated round; and a PNG
 of the gain (with its interval) and the value quality per round. Nothing is typed in.
 
 Sources (:func:`load_rounds`): a folder holding ``ledger/round-<r:04d>.json`` (or the records
@@ -31,9 +31,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from amc.reports.round_quality import attach_heldout, heldout_lines, rounds_plot
 from amc.results import results_path
 from amc.stats import paired_difference
+from studies.llm_regime.round_quality import attach_heldout, heldout_lines, rounds_plot
 
 Entry = Mapping[str, Any]
 """``{"ledger": round record, "evaluation": run summary or None}``."""
