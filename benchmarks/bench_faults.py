@@ -1,7 +1,7 @@
 """Faults from the prior's endpoint, end to end: are results still right, and is anything lost?
 
 Each scenario runs ``amc run``'s library function (:func:`amc.runner.run_methods`) with the
-real OpenAI prior against the loopback toy server (:mod:`amc.priors.loopback`) on the
+real OpenAI prior against the loopback toy server (:mod:`tests.priors.loopback`) on the
 synthetic tree, then reruns it the way a user would (after the outage, after fixing the key),
 and compares every task's metrics with a clean run's. Then ``amc run``, ``amc collect`` and
 ``amc evaluate`` are killed with SIGKILL at seeded random moments and rerun.
@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from amc.config import load_run_config  # noqa: E402
-from amc.priors.loopback import FAULT_KINDS, Faults, LoopbackServer  # noqa: E402
 from amc.results import read_jsonl, results_path  # noqa: E402
 from amc.runner import run_methods  # noqa: E402
 from benchmarks._report import md_table, write_section  # noqa: E402
+from tests.priors.loopback import FAULT_KINDS, Faults, LoopbackServer  # noqa: E402
 
 METHODS = ("react", "bon@4")
 KEY = "sk-bench-fixed-key"

@@ -56,7 +56,7 @@ H = History("bench", OBS, valid_actions=MENU)
 DELAY_S = 0.2
 
 
-SERVERS = {"lean": "benchmarks.lean_server", "fastapi": "amc.priors.loopback"}
+SERVERS = {"lean": "benchmarks.lean_server", "fastapi": "tests.priors.loopback"}
 """The toy model's servers: aiohttp's (lean, the default) or the tests' FastAPI one."""
 
 

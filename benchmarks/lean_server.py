@@ -1,6 +1,6 @@
 """The loopback toy model on a lean HTTP server, for client benchmarks only.
 
-The same answers as :mod:`amc.priors.loopback` (its ``toy_answer`` and ``completion``) after a
+The same answers as :mod:`tests.priors.loopback` (its ``toy_answer`` and ``completion``) after a
 fixed delay, without fault injection, served by aiohttp's web server (C HTTP parser) instead of
 FastAPI on uvicorn: on a shared 2-core machine the server's own CPU per call competes with the
 client's, which a remote API's does not, so the cheaper the stand-in the more the step time
@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from amc.priors.loopback import completion, toy_answer
+from tests.priors.loopback import completion, toy_answer
 
 
 def app(delay_s: float) -> web.Application:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from amc.ports import free_port
-from amc.priors.loopback import LoopbackServer
 from amc.results import failures_path, read_jsonl, results_path
 from tests.cli.test_failures import TASKS, run
+from tests.priors.loopback import LoopbackServer
 
 
 @pytest.fixture(autouse=True)

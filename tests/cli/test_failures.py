@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from amc.cli import app
-from amc.priors.loopback import Faults, LoopbackServer
 from amc.results import failures_path, read_jsonl, results_path
+from tests.priors.loopback import Faults, LoopbackServer
 
 runner = CliRunner()
 TASKS = 4

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 
 from amc.cli import app
 from amc.config import load_run_config
-from amc.priors.loopback import LoopbackServer
 from amc.registry import PRIORS, VALUES
 from amc.results import lock_outputs, read_jsonl, results_path
 from amc.runner import build_components, resolve_methods
 from tests.cli.test_failures import run as run_openai
+from tests.priors.loopback import LoopbackServer
 
 runner = CliRunner()
 ARGS = ["run", "--env", "synthetic", "--value", "exact", "-n", "4", "--steps", "3",

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from amc.ports import free_port
-from amc.priors.loopback import completion
+from tests.priors.loopback import completion
 
 REPO = Path(__file__).resolve().parents[2]
 CANARY = f"canary-{random.Random(53).getrandbits(96):024x}"  # no sk- shape: masked as a known key

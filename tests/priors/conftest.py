@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from amc.priors.embedded import EmbeddedServer, llama_server_available
-from amc.priors.loopback import Faults, LoopbackServer
+from tests.priors.loopback import Faults, LoopbackServer
 
 
 @pytest.fixture(scope="session")

@@ -3,8 +3,8 @@
 import openai
 import pytest
 
-from amc.priors.loopback import Faults, LoopbackServer
 from amc.priors.transport import JsonClient, env_proxy, is_retryable, retry_after_s, status_error
+from tests.priors.loopback import Faults, LoopbackServer
 
 URL = "http://127.0.0.1:9/v1/chat/completions"
 

@@ -8,10 +8,10 @@ import time
 import numpy as np
 import pytest
 
-from amc.priors.loopback import Faults, LoopbackServer
 from amc.priors.openai import OpenAIOptions, OpenAIPrior
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, History
+from tests.priors.loopback import Faults, LoopbackServer
 from tests.priors.toycraft import OBSERVATION0, ToyCraftEnv, run_particles
 
 H = History("toy-1", OBSERVATION0, valid_actions=tuple(ToyCraftEnv().valid_actions()))

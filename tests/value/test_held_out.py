@@ -12,7 +12,6 @@ import pytest
 from typer.testing import CliRunner
 
 from amc.cli import app
-from amc.priors.loopback import LoopbackServer
 from amc.priors.openai import OpenAIOptions, OpenAIPrior
 from amc.registry import VALUES
 from amc.types import History
@@ -26,6 +25,7 @@ from amc.value.held_out import (
     score_all,
 )
 from amc.value.render import RenderOptions
+from tests.priors.loopback import LoopbackServer
 
 runner = CliRunner()
 OPTIONS = DatasetOptions(test_fraction=0.5, val_fraction=0.0, tokenizer=None,

@@ -7,11 +7,11 @@ from typer.testing import CliRunner
 
 from amc.cli import app
 from amc.envs.synthetic import SyntheticOptions, SyntheticSuite
-from amc.priors.loopback import LoopbackServer
 from amc.priors.openai import OpenAIOptions, OpenAIPrior
 from amc.registry import VALUES
 from amc.results import read_jsonl, results_path
 from amc.types import History
+from tests.priors.loopback import LoopbackServer
 
 N, STEPS = 4, 3
 

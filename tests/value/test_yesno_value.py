@@ -10,12 +10,12 @@ from typer.testing import CliRunner
 
 from amc.cli import app
 from amc.envs.synthetic import SyntheticOptions, SyntheticPrior
-from amc.priors.loopback import LoopbackServer
 from amc.priors.openai import OpenAIOptions, OpenAIPrior
 from amc.registry import VALUES
 from amc.results import read_jsonl, results_path
 from amc.types import History, Step
 from amc.value.yesno import answer_probability
+from tests.priors.loopback import LoopbackServer
 
 OBS0 = "Crafting commands:\ncraft 1 stick using 2 oak planks\n\nGoal: craft stick."
 HOPEFUL = History("t", OBS0, (Step("get 2 oak planks", "get 2 oak planks", "Got 2 oak planks",

@@ -248,7 +248,7 @@ class LoopbackServer:
 
 
 def main() -> None:
-    """``python -m amc.priors.loopback --port P [--delay-s S]``: serve until interrupted."""
+    """``python -m tests.priors.loopback --port P [--delay-s S]``: serve until interrupted."""
     import argparse
 
     ap = argparse.ArgumentParser(description="Loopback OpenAI-compatible toy server.")
