@@ -1,4 +1,4 @@
-"""Flow ``amc-grpo``: the optional GRPO stage (:mod:`amc.pipeline.grpo`) as Prefect tasks.
+"""Flow ``amc-grpo``: the optional GRPO stage (:mod:`amc.grpo.stage`) as Prefect tasks.
 
 The same four steps as ``dvc --cd grpo repro``: train (registers ``amc-policy-<env>``),
 evaluate the frozen prior, evaluate the GRPO policy, compare. The frozen evaluation does not
@@ -15,7 +15,7 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from amc.pipeline import grpo
+from amc.grpo import stage as grpo
 from flows._common import default_runner
 from flows._log import say
 

@@ -12,6 +12,8 @@ the same network with the adapter switched off.
 - :mod:`.rollout` -- multi-turn episodes through the project's environments with the same
   action-menu prompt as the ``hf``/``embedded`` priors, keeping the sampled token ids.
 - :mod:`.trainer` -- the loop, cost accounting, the adapter on disk and the MLflow run.
+- :mod:`.stage` -- the optional DVC stage (``grpo/dvc.yaml``, flow ``flows/grpo.py``): the
+  policy trained, then evaluated beside the frozen prior.
 
 TRL's ``GRPOTrainer`` drives single-prompt completions or chat tool-calling environments; our
 episodes are completion-style transcripts re-rendered at each turn with a fresh action menu,

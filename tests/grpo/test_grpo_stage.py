@@ -1,4 +1,4 @@
-"""The optional GRPO stage (grpo/dvc.yaml, amc.pipeline.grpo): off by default, fair when on.
+"""The optional GRPO stage (grpo/dvc.yaml, amc.grpo.stage): off by default, fair when on.
 
 Fast tests check the disabled path and that both evaluations share every setting that makes
 the comparison fair; the slow one runs ``dvc --cd grpo repro`` (grpo/ is its own DVC project) at toy
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from amc.pipeline import grpo
+from amc.grpo import stage as grpo
 from tests.pipeline.conftest import copy_stage_inputs
 
 ROOT = Path(__file__).resolve().parents[2]

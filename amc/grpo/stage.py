@@ -164,14 +164,14 @@ def run(sp: GRPOStageParams) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m amc.pipeline.grpo [params.yaml]`` (the DVC stage's command)."""
+    """``python -m amc.grpo.stage [params.yaml]`` (the DVC stage's command)."""
     import sys
 
     from amc.errors import USER_ERRORS, user_message
 
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) > 1 or (args and args[0].startswith("-")):
-        raise SystemExit("usage: python -m amc.pipeline.grpo [params.yaml]")
+        raise SystemExit("usage: python -m amc.grpo.stage [params.yaml]")
     try:
         out = run(load_stage_params(args[0] if args else "params.yaml"))
     except USER_ERRORS as err:
