@@ -12,7 +12,7 @@ confirmatory family: every declared primary comparison; an exploratory cell's: e
 of its benchmark under ``evidence/runs/``, the study's family).
 
 ``docs/evidence.md`` carries :func:`section` (written by :mod:`studies.sweeps.evidence`);
-the README's generated block copies it from there (:mod:`amc.reports.readme`).
+the README's generated block copies it from there (:mod:`studies.readme`).
 """
 
 from __future__ import annotations
@@ -221,13 +221,16 @@ def confirmatory(root: Path) -> list[dict[str, str]]:
     for p in protos:
         folder = root / "evidence/confirm" / p.id
         kept = once.kept_rows(folder)
-        want = int(p.tasks.get("n") or 0) * len(p.seeds)
+        drawn = folder / "tasks.json"  # the drawn list, else the declared size
+        n = (len(json.loads(drawn.read_text())["tasks"]) if drawn.is_file()
+             else int(p.tasks.get("n") or 0))
+        want = f"{n * len(p.seeds)} " if n else ""
         for b, a in p.primary:  # (minuend, baseline): b - a
             if not p.runnable:
                 short = re.sub(r"\s*\([^)]*\)", "", p.blocked_by).split(":")[0]
                 rows.append((p, (a, b), None, None, f"blocked: {short}"))
             elif not (folder / "DONE").is_file():
-                rows.append((p, (a, b), None, None, f"running ({want} (task, seed) pairs "
+                rows.append((p, (a, b), None, None, f"running ({want}(task, seed) pairs "
                              "declared; numbers once every one is kept)"))
             else:
                 done_c = compare([(str(r["task_id"]), int(r["seed"]),

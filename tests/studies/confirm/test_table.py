@@ -79,3 +79,16 @@ def test_a_confirmatory_row_has_numbers_only_when_its_run_is_done(tmp_path: Path
     assert rows[0]["delta"].startswith(f"{want.diff:+.3f}")
     assert rows[0]["holm"].endswith("(of 2)")  # the family: the protocols present
     assert json.loads((folder / once.DONE).read_text())["rows"] == 40
+
+
+def test_a_running_row_counts_the_drawn_pairs(tmp_path: Path) -> None:
+    """A protocol that declares no size (TextCraft: a whole split) counts its drawn tasks."""
+    (tmp_path / "studies/confirm").mkdir(parents=True)
+    shutil.copy(ROOT / "studies/confirm/textcraft.json", tmp_path / "studies/confirm")
+    p = load(tmp_path / "studies/confirm/textcraft.json")
+    folder = once.run_dir(tmp_path / "evidence/confirm", p.id)
+    once.claim(folder, p.id, p.sha256)
+    assert "running ((task, seed)" in confirmatory(tmp_path)[0]["status"]
+    (folder / "tasks.json").write_text(json.dumps({"tasks": [{"task_id": str(i)}
+                                                             for i in range(54)]}))
+    assert confirmatory(tmp_path)[0]["status"].startswith(f"running ({54 * len(p.seeds)} (task")
