@@ -1,4 +1,4 @@
-"""Does today's renderer feed a kept value the inputs it was trained on? (TextCraft)
+"""Does today's renderer feed a kept value the inputs it was trained on?
 
 A kept sweep value was trained with the renderer of its commit; a confirmatory run applies it
 with today's :mod:`amc.value.render` (issue 49 changed how a rendering is fitted to the token
@@ -6,8 +6,9 @@ budget: over budget with no history left, the preamble goes before the instructi
 This check renders the same histories with both -- the old module loaded from a checkout of
 the value's commit -- under the value's stored options, and compares the model's input ids
 after its own left truncation. Histories: ``--rollouts`` uniformly random valid-action
-episodes (at most ``--steps`` actions) of each of the protocol's tasks (every prefix, the
-initial state included).
+episodes (at most ``--steps`` actions) of each of the protocol's tasks (its declared split,
+else all of its suite's; every prefix, the initial state included). WebShop's search box is
+filled with the goal's own text, so results pages (its longest states) are rendered.
 
     python -m studies.confirm.render_parity /tmp/sw_old studies/confirm/textcraft.json \\
         sweeps/kept/value --out evidence/confirm/render-parity-textcraft.json
@@ -58,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     suite = make_suite(p)
     rng = random.Random(0)
     states, text_differs, by_step = 0, 0, {}
-    for tid in suite.task_ids(p.tasks["split"]):
+    goals = getattr(getattr(suite, "catalog", None), "goals", None)
+    for tid in suite.task_ids(p.tasks.get("split", "all")):
         for _ in range(a.rollouts):
             env = suite.make()
             obs0, steps = env.reset(tid), []
@@ -73,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                     if ids[0] != ids[1]:
                         by_step[t] = by_step.get(t, 0) + 1
                 act = rng.choice(env.valid_actions() or ["inventory"])
+                if goals is not None and "<keywords>" in act:
+                    act = act.replace("<keywords>", goals[int(tid)]["instruction_text"])
                 st = env.step(act)
                 steps.append(Step(raw_text=act, action=act, observation=st.observation,
                                   reward=st.reward, done=st.done))
