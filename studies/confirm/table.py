@@ -271,7 +271,9 @@ def section(root: Path) -> str:
     why = "\n".join(f"- {r['bench']}, {r['regime']}: {r['why']}." for r in expl)
     return "\n".join([
         BEGIN, "**Confirmatory** (declared in `studies/confirm/` before the run, run once on "
-        "tasks no earlier cell used; simulation priors: how the method behaves, not an LLM):",
+        "tasks no earlier cell used -- TextCraft: its 54 test tasks, whose depth-2 pool is used "
+        "up, on seeds no earlier cell used; simulation priors: how the method behaves, not an "
+        "LLM):",
         "", HEAD, *map(_line, conf), "",
         "**Exploratory** (not a confirmation; why each is below):", "", HEAD,
         *map(_line, expl), "", why, "",
