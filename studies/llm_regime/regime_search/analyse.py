@@ -23,10 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
+from amc.envs.textcraft.planner import plan_length
 from amc.envs.textcraft.summary import textcraft_summary
 from amc.types import History
 from amc.value.data import histories_from_record
-from amc.value.room import Rollout, rollouts_from_histories, summarise_room
+from amc.value.room import Rollout, rollouts_from_histories, success_step, summarise_room
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[2]
@@ -80,6 +82,23 @@ def regime_row(by_task: dict[str, list[tuple[int, int, History]]], depth: int, h
     return {"depth": depth, **row, "bon_calls": bon_calls, "rollout_ceiling_calls_ratio": ratio}
 
 
+def prior_at_depth(by_task: dict[str, list[tuple[int, int, History]]], depth: int,
+                   horizon: int) -> dict[str, Any]:
+    """What the prior reaches at one depth: its rollouts that succeed within the longest
+    horizon, and the planner's plan length of each task (how many steps a success needs)."""
+    env = TextCraftSuite(TextCraftOptions(min_depth=depth, max_depth=depth,
+                                          n_distractors=10)).make()
+    lengths = []
+    for task in sorted(by_task, key=int):
+        env.reset(task)
+        assert env.goal is not None
+        lengths.append(plan_length(env.book, env.goal))
+    hs = [h for v in by_task.values() for _, _, h in v]
+    wins = sum(1 for h in hs if (at := success_step(h, 1.0)) is not None and at <= horizon)
+    return {"horizon": horizon, "rollouts": len(hs), "successes": wins,
+            "plan_lengths": lengths, "plans_within_horizon": sum(x <= horizon for x in lengths)}
+
+
 def choose(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The protocol's rule: interval above 0 and p < 0.05; the largest room; ties: smaller N,
     shorter H, later step."""
@@ -101,6 +120,7 @@ def analyse(kept: Path = KEPT) -> dict[str, Any]:
         if done & want != want:  # an incomplete depth is reported, never analysed
             continue
         by_task = task_histories(records)
+        coverage[str(depth)]["prior"] = prior_at_depth(by_task, depth, max(c["horizon"]))
         for h, n, t, b in itertools.product(c["horizon"], c["n"], c["resample_step"], c["beta"]):
             if t < h:
                 rows.append(regime_row(by_task, depth, h, n, t, b))
@@ -138,6 +158,17 @@ def markdown(result: dict[str, Any]) -> str:
     goal = ("The goal (room >= +0.10, interval above 0, p < 0.05) is met." if
             result["goal_met"] else "The goal (room >= +0.10, interval above 0, p < 0.05) is "
             "not met by any searched regime.")
+    reach = [f"depth {d}: the prior succeeded in {v['prior']['successes']} of "
+             f"{v['prior']['rollouts']} rollouts within {v['prior']['horizon']} steps; the "
+             f"planner solves {v['prior']['plans_within_horizon']} of "
+             f"{len(v['prior']['plan_lengths'])} tasks within them (median plan "
+             f"{float(np.median(v['prior']['plan_lengths'])):g} steps)"
+             for d, v in result["coverage"].items() if "prior" in v]
+    if reach and not result["goal_met"]:
+        goal += (" What the prior reaches: " + "; ".join(reach) + ". A resampler can only "
+                 "select a success the prior sometimes makes, so room needs a depth where the "
+                 "prior's successes are neither rare nor already in most groups: a stronger "
+                 "prior (a larger model: a device or an API endpoint) or longer horizons.")
     missing = [f"depth {d}: {v['task_seeds_done']} of {v['declared']} (task, seed) runs kept, "
                "not analysed" for d, v in result["coverage"].items()
                if v["task_seeds_done"] < v["declared"]]

@@ -57,6 +57,17 @@ def test_every_declared_regime_is_analysed_from_kept_files(tmp_path: Path) -> No
     assert text.count("\n| 1 |") == len(result["regimes"]) and "goal" in text
     assert result["coverage"]["2"] == {"task_seeds_done": 0, "declared": 20}
     assert "depth 2: 0 of 20 (task, seed) runs kept, not analysed" in text
+    # What the prior reaches: successes counted within the horizon, and the planner's lengths.
+    by_task = analyse.task_histories(analyse.read_records(tmp_path / "kept/depth1"))
+    at = [next((i + 1 for i, s in enumerate(h.steps) if s.reward >= 1), None)
+          for hs in by_task.values() for _, _, h in hs]
+    prior = result["coverage"]["1"]["prior"]
+    assert prior["rollouts"] == 320 and prior["successes"] == sum(a is not None for a in at)
+    short = analyse.prior_at_depth(by_task, 1, horizon=2)
+    assert short["successes"] == sum(a is not None and a <= 2 for a in at) < prior["successes"]
+    assert len(prior["plan_lengths"]) == 20 and min(prior["plan_lengths"]) >= 1
+    if not result["goal_met"]:
+        assert f"{prior['successes']} of 320 rollouts within 8 steps" in text
     # A depth with a (task, seed) missing is not analysed.
     (tmp_path / "kept/depth1/bon@8__seed1.jsonl.gz").unlink()
     assert analyse.analyse(tmp_path / "kept")["regimes"] == []
