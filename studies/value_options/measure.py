@@ -13,7 +13,9 @@ and at the fitted T (:mod:`studies.value_options.sibling_metrics`).
 ``python -m studies.value_options.measure [--cost]`` writes ``results.json`` and
 ``results.md`` beside this file; ``--cost`` adds the fine-tuning cost (:mod:`.cost`),
 ``--cost-only`` measures only that into the existing ``results.json``; ``--render`` only
-re-renders ``results.md`` from it.
+re-renders ``results.md`` from it. ``--regime chosen`` scores the same options at step 1 of
+issue 49's chosen regime instead (:mod:`.chosen`) into ``results-chosen.json`` and
+``results-chosen.md`` (``--render`` re-renders that one).
 """
 
 from __future__ import annotations
@@ -188,7 +190,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--render", action="store_true",
                     help="only re-render results.md from the existing results.json")
     ap.add_argument("--cache", type=Path, default=states.ROOT / ".cache/value-embeddings")
+    ap.add_argument("--regime", choices=("old", "chosen"), default="old",
+                    help="old: steps 2 and 4 of the old regime (results.json); chosen: step 1 "
+                    "of issue 49's chosen regime (results-chosen.json, studies.value_options"
+                    ".chosen)")
     a = ap.parse_args(argv)
+    if a.regime == "chosen":
+        return _chosen(a.variants, a.cache, a.render)
     if a.render:
         (HERE / "results.md").write_text(markdown(json.loads((HERE / "results.json")
                                                              .read_text())))
@@ -215,6 +223,21 @@ def main(argv: list[str] | None = None) -> int:
     (HERE / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
     (HERE / "results.md").write_text(markdown(json.loads((HERE / "results.json").read_text())))
     print((HERE / "results.md").read_text())
+    return 0
+
+
+def _chosen(variants: list[str], cache: Path, render_only: bool) -> int:
+    """``--regime chosen``: write (or only re-render) ``results-chosen.json`` / ``.md``."""
+    from studies.value_options.chosen import document
+    from studies.value_options.report_chosen import markdown as chosen_markdown
+
+    out = HERE / "results-chosen.json"
+    if not render_only:
+        _, tok = states.encoder()
+        out.write_text(json.dumps(document(variants, tok, cache, provenance()), indent=1)
+                       + "\n")
+    (HERE / "results-chosen.md").write_text(chosen_markdown(json.loads(out.read_text())))
+    print((HERE / "results-chosen.md").read_text())
     return 0
 
 

@@ -107,6 +107,18 @@ def build(variant: str, tokenizer: Any) -> dict[str, Split]:
     """train / validation / held-out states rendered by ``variant`` (``old``, ``goal-kept``,
     ``goal+summary``)."""
     from amc.value.data import DatasetOptions, split_tasks
+
+    render = renderer(variant, tokenizer)
+    rounds = [r for d in sorted(ROUNDS.glob("round-*")) for r in load_results(d, "bon@15")]
+    everything = _states(rounds, render, with_last=True)
+    split = split_tasks([g[0] for g in everything.groups], DatasetOptions(seed=0))
+    return {"train": _select(everything, set(split["train"])),
+            "validation": _select(everything, set(split["validation"])),
+            "held_out": _states(load_results(HELD_OUT, "bon@4"), render, with_last=False)}
+
+
+def renderer(variant: str, tokenizer: Any) -> Any:
+    """The value renderer of ``variant`` (``old``, ``goal-kept``, ``goal+summary``)."""
     from amc.value.render import Renderer, RenderOptions
 
     opts: dict[str, Any] = {"env": "textcraft", "history_k": 20}
@@ -118,13 +130,7 @@ def build(variant: str, tokenizer: Any) -> dict[str, Split]:
         opts["max_tokens"] = MAX_LENGTH - 2  # MiniLM adds [CLS] and [SEP]
     elif variant != "old":
         raise ValueError(f"unknown rendering variant {variant!r}")
-    render = Renderer(RenderOptions(**opts), None if variant == "old" else tokenizer)
-    rounds = [r for d in sorted(ROUNDS.glob("round-*")) for r in load_results(d, "bon@15")]
-    everything = _states(rounds, render, with_last=True)
-    split = split_tasks([g[0] for g in everything.groups], DatasetOptions(seed=0))
-    return {"train": _select(everything, set(split["train"])),
-            "validation": _select(everything, set(split["validation"])),
-            "held_out": _states(load_results(HELD_OUT, "bon@4"), render, with_last=False)}
+    return Renderer(RenderOptions(**opts), None if variant == "old" else tokenizer)
 
 
 def embed(splits: dict[str, Split], cache_dir: Path, progress: bool = False) -> dict[str, float]:
