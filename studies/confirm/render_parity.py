@@ -12,6 +12,9 @@ filled with the goal's own text, so results pages (its longest states) are rende
 
     python -m studies.confirm.render_parity /tmp/sw_old studies/confirm/textcraft.json \\
         sweeps/kept/value --out evidence/confirm/render-parity-textcraft.json
+    python -m studies.confirm.render_parity /tmp/sw_sci studies/confirm/sciworld.json \\
+        sweeps/kept/value-sciworld --tasks-file evidence/confirm/confirm-sciworld-1/tasks.json \\
+        --out evidence/confirm/render-parity-sciworld.json
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rollouts", type=int, default=8)
     ap.add_argument("--steps", type=int, default=12, help="at most this many actions")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--tasks-file", type=Path,
+                    help="a run's drawn tasks (evidence/confirm/<id>/tasks.json) instead of the "
+                         "declared split: protocols that draw games (SciWorld) have no split")
     a = ap.parse_args(argv)
     meta = json.loads((a.kept / "model/value_config.json").read_text())
     stored, max_length = meta["render"], int(meta["model"]["max_length"])
@@ -60,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(0)
     states, text_differs, by_step = 0, 0, {}
     goals = getattr(getattr(suite, "catalog", None), "goals", None)
-    for tid in suite.task_ids(p.tasks.get("split", "all")):
+    tids = ([str(t["task_id"]) for t in json.loads(a.tasks_file.read_text())["tasks"]]
+            if a.tasks_file else suite.task_ids(p.tasks.get("split", "all")))
+    for tid in tids:
         for _ in range(a.rollouts):
             env = suite.make()
             obs0, steps = env.reset(tid), []
