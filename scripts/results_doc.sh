@@ -21,6 +21,14 @@ Z=evidence/llm-regime/zero-shot-yesno-auc.md
 [ -f "$R" ] && S+=(--section "Where could a value matter? The regime search's room (declared in studies/llm_regime/regime_search/protocol.json)=$R")
 [ -f "$T" ] && S+=(--section "A test set for the chosen regime=$T")
 [ -f "$Z" ] && S+=(--section "Does the zero-shot value rank siblings? (studies/llm_regime/zero_shot_auc.py)=$Z")
+# The value options' offline figures (issue 50, studies/value_options): the chosen regime's step 1,
+# then the old regime's steps 2 and 4; their own title line is dropped (the section names them).
+for V in chosen:results-chosen.md old:results.md; do
+  F=studies/value_options/${V#*:}
+  [ -f "$F" ] && tail -n +2 "$F" > "$A/value-options-${V%%:*}.md"
+done
+[ -f "$A/value-options-chosen.md" ] && S+=(--section "Which value options rank the chosen regime's siblings? Offline and exploratory (studies/value_options, --regime chosen)=$A/value-options-chosen.md")
+[ -f "$A/value-options-old.md" ] && S+=(--section "The value options in the old regime (steps 2 and 4), offline and exploratory (studies/value_options)=$A/value-options-old.md")
 # the paragraph under the title: a template whose numbers are read from the committed records
 INTRO=$(python -m studies.llm_regime.intro docs/results-intro.txt "$A/llm-regime/summary.json" \
   "$D" docs/evidence.md)
