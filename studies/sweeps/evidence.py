@@ -90,7 +90,7 @@ def load_values(root: Path) -> dict[str, dict[str, Any]]:
 
 
 OTHERS = "**Other benchmarks:**"
-"""Prefix of the line the README's measured paragraph reads (:mod:`amc.reports.readme`)."""
+"""Prefix of the line that opens the other benchmarks' sentences in docs/evidence.md."""
 
 
 OPEN_CHANNEL_VALUE = "cf06d7587c7655ec"
