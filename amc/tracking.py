@@ -123,19 +123,42 @@ def mask_mlflow(mlflow: Any) -> None:
     mlflow._amc_masked = True
 
 
-PIPELINE_WRITTEN = ("dvc.lock", "metrics/", "plots/", "frozen/", "grpo/dvc.lock",
-                    "grpo/metrics.json", "sweeps/dvc.lock", "sweeps/out/")
-"""Tracked paths the pipeline itself rewrites (``dvc repro`` writes ``dvc.lock`` after every
-stage, the stages their metrics, plots and the frozen evaluation set; the side projects
-likewise): changes there do not
-make the code a run ran differ from its commit, so they do not set ``git_dirty``."""
+PIPELINE_WRITTEN = ("dvc.lock", "metrics/", "plots/", "frozen/")
+"""Tracked paths the root pipeline itself rewrites (``dvc repro`` writes ``dvc.lock`` after every
+stage, the stages their metrics, plots and the frozen evaluation set): changes there do not
+make the code a run ran differ from its commit, so they do not set ``git_dirty``. Any other DVC
+project in the repository adds its own ``dvc.lock`` and the outputs its ``dvc.yaml`` declares
+(:func:`declared_outputs`)."""
 
 
-def dirty_paths(porcelain: str) -> list[str]:
-    """Paths of ``git status --porcelain`` output that make a tree dirty (the pipeline's own
-    outputs, :data:`PIPELINE_WRITTEN`, left out)."""
+def declared_outputs(root: Path, dvc_yamls: list[str]) -> tuple[str, ...]:
+    """The ``dvc.lock`` and every declared out, metric and plot of each ``dvc.yaml`` (paths
+    relative to ``root``; a folder out ends with ``/``)."""
+    import yaml
+
+    out: list[str] = []
+    for rel in dvc_yamls:
+        base = Path(rel).parent
+        try:
+            doc = yaml.safe_load((root / rel).read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        names = [e for st in (doc.get("stages") or {}).values() if isinstance(st, dict)
+                 for key in ("outs", "metrics", "plots") for e in st.get(key) or []]
+        names += [e for e in doc.get("plots") or [] if isinstance(e, str)]
+        out.append((base / "dvc.lock").as_posix())
+        for e in names:
+            name = next(iter(e)) if isinstance(e, dict) else str(e)
+            path = (base / name).as_posix()
+            out.append(path + "/" if (root / path).is_dir() else path)
+    return tuple(out)
+
+
+def dirty_paths(porcelain: str, written: tuple[str, ...] = PIPELINE_WRITTEN) -> list[str]:
+    """Paths of ``git status --porcelain`` output that make a tree dirty (the pipelines' own
+    outputs, ``written``, left out)."""
     paths = [line[3:].split(" -> ")[-1].strip().strip('"') for line in porcelain.splitlines()]
-    return [p for p in paths if p and not p.startswith(PIPELINE_WRITTEN)]
+    return [p for p in paths if p and not p.startswith(written)]
 
 
 def git_commit(cwd: str | Path | None = None) -> tuple[str | None, bool]:
@@ -148,7 +171,12 @@ def git_commit(cwd: str | Path | None = None) -> tuple[str | None, bool]:
                               text=True, timeout=10, check=True).stdout.strip()
         status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
                                 cwd=cwd, capture_output=True, text=True, timeout=10).stdout
-        return head, bool(dirty_paths(status))
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=cwd,
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        yamls = subprocess.run(["git", "ls-files", "--", "dvc.yaml", "*/dvc.yaml"], cwd=top,
+                               capture_output=True, text=True, timeout=10).stdout.split()
+        written = PIPELINE_WRITTEN + declared_outputs(Path(top), yamls)
+        return head, bool(dirty_paths(status, written))
     except (OSError, subprocess.SubprocessError):
         return None, False
 

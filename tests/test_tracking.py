@@ -51,7 +51,38 @@ def test_git_dirty_ignores_what_the_pipeline_rewrites(tmp_path: Path) -> None:
     (tmp_path / "amc/x.py").write_text("v2\n")  # code: the run is not the commit's
     assert git_commit(tmp_path)[1] is True
     assert dirty_paths(" M amc/x.py\n M dvc.lock\nR  a.py -> b.py\n M grpo/metrics.json\n") == \
-        ["amc/x.py", "b.py"]
+        ["amc/x.py", "b.py", "grpo/metrics.json"]  # the product names no side project
+
+
+def test_git_dirty_ignores_what_a_side_dvc_project_declares(tmp_path: Path) -> None:
+    """A second DVC project (its own dvc.yaml) adds its lock and declared outputs, read from
+    its dvc.yaml, not from a list of this repository's studies."""
+    import subprocess
+
+    from amc.tracking import git_commit
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.email=t@amc.invalid", "-c", "user.name=t", *args],
+                       cwd=tmp_path, check=True, capture_output=True)
+
+    (tmp_path / "side/out").mkdir(parents=True)
+    (tmp_path / "side/dvc.yaml").write_text(
+        "stages:\n  cell:\n    cmd: python cell.py\n    outs:\n      - out/runs.json:\n"
+        "          cache: false\n      - models\n    metrics:\n      - m.json:\n"
+        "          cache: false\n")
+    (tmp_path / "side/models").mkdir()
+    files = ("side/dvc.lock", "side/out/runs.json", "side/m.json", "side/models/w.bin",
+             "side/cell.py", "side/out/notes.txt")
+    for f in files:
+        (tmp_path / f).write_text("v1\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "c")
+    for f in files[:4]:  # the lock, two declared files and a file in a declared folder
+        (tmp_path / f).write_text("v2\n")
+    assert git_commit(tmp_path / "side")[1] is False
+    (tmp_path / "side/out/notes.txt").write_text("v2\n")  # beside an out, not declared
+    assert git_commit(tmp_path)[1] is True
 
 
 def test_experiments_get_a_description(tmp_path: Path) -> None:
