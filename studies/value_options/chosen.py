@@ -24,14 +24,21 @@ for it and no test cell ran.
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from studies.value_options import states
-from studies.value_options.measure import BETA, BOOT, OPTIONS, SEEDS, bootstrap, task_counts
+from studies.value_options.measure import (
+    BETA,
+    BOOT,
+    OPTIONS,
+    SEEDS,
+    bootstrap,
+    fit_option,
+    task_counts,
+)
 
 STEP = 1
 """The chosen regime's only resampling step."""
@@ -84,23 +91,11 @@ def build(variant: str, tok: Any) -> tuple[dict[str, states.Split], dict[str, An
 
 def train_and_score(name: str, sp: dict[str, states.Split], seed: int) -> dict[str, Any]:
     """One objective's head (seed ``seed``), its fitted T and each held-out set's figures."""
-    from amc.value.temperature import fit_temperature
-    from amc.value.train_head import SplitFeatures, fit_head, frozen_model, head_predict
-    from amc.value.train_run import TrainConfig
+    from amc.value.train_head import head_predict
     from studies.value_options.sibling_metrics import sibling_metrics
 
-    cfg = TrainConfig(mode="head", track=False, seed=seed,
-                      model={"max_length": states.MAX_LENGTH, "num_layers": 6},
-                      head={"objective": OPTIONS[name]})
-    model = frozen_model(cfg)
-    tr, va = (SplitFeatures(sp[k].features(), sp[k].cols()) for k in ("train", "validation"))
-    t0 = time.perf_counter()
-    history, best = fit_head(model, tr, va, cfg, progress=False)
-    seconds = time.perf_counter() - t0
-    v_val = head_predict(model, va.x) + sp["validation"].reward_so_far
-    fit = fit_temperature(v_val, sp["validation"].success, sp["validation"].groups)
-    out: dict[str, Any] = {"epochs": len(history), "best_epoch": best, "head_seconds": seconds,
-                           "temperature": fit.temperature,
+    model, fit, trained = fit_option(name, sp, seed)
+    out: dict[str, Any] = {**trained, "temperature": fit.temperature,
                            "temperature_at_bound": fit.at_bound, "held_out": {}, "_score": {}}
     for h in HELD_OUT_SETS:
         s = sp[h]

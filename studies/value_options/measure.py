@@ -87,13 +87,14 @@ def bootstrap(counts: dict[str, dict[str, tuple[float, float]]], base: str, seed
     return out
 
 
-def train_option(name: str, sp: dict[str, states.Split], seed: int = 0) -> dict[str, Any]:
-    """Train one objective's head; its fitted T and held-out figures."""
-    from amc.value.metrics import value_metrics
+def fit_option(name: str, sp: dict[str, states.Split],
+               seed: int) -> tuple[Any, Any, dict[str, Any]]:
+    """One objective's frozen-encoder head trained on ``train`` (early stopping on
+    ``validation``) and the resampling temperature fitted on ``validation``: (model, fit,
+    {epochs, best_epoch, head_seconds})."""
     from amc.value.temperature import fit_temperature
     from amc.value.train_head import SplitFeatures, fit_head, frozen_model, head_predict
     from amc.value.train_run import TrainConfig
-    from studies.value_options.sibling_metrics import sibling_metrics, within_spread
 
     cfg = TrainConfig(mode="head", track=False, seed=seed,
                       model={"max_length": states.MAX_LENGTH, "num_layers": 6},
@@ -105,6 +106,16 @@ def train_option(name: str, sp: dict[str, states.Split], seed: int = 0) -> dict[
     seconds = time.perf_counter() - t0
     v_val = head_predict(model, va.x) + sp["validation"].reward_so_far
     fit = fit_temperature(v_val, sp["validation"].success, sp["validation"].groups)
+    return model, fit, {"epochs": len(history), "best_epoch": best, "head_seconds": seconds}
+
+
+def train_option(name: str, sp: dict[str, states.Split], seed: int = 0) -> dict[str, Any]:
+    """Train one objective's head; its fitted T and held-out figures."""
+    from amc.value.metrics import value_metrics
+    from amc.value.train_head import head_predict
+    from studies.value_options.sibling_metrics import sibling_metrics, within_spread
+
+    model, fit, trained = fit_option(name, sp, seed)
     h = sp["held_out"]
     pred = head_predict(model, h.features())
     sib = sibling_metrics(pred, h.reward_so_far, h.success, h.groups, STEPS, BETA,
@@ -113,7 +124,7 @@ def train_option(name: str, sp: dict[str, states.Split], seed: int = 0) -> dict[
     v = pred + h.reward_so_far
     run_sel = [i for i, r in enumerate(h.runs) if r[2] == STEPS[0]]
     spread_run = within_spread(v[run_sel], [h.runs[i] for i in run_sel])
-    return {"epochs": len(history), "best_epoch": best, "head_seconds": seconds,
+    return {**trained,
             "temperature": fit.temperature, "temperature_at_bound": fit.at_bound,
             "val_log_loss_fitted": fit.log_loss, "val_log_loss_uniform": fit.uniform_log_loss,
             "val_mixed_groups": fit.groups, "held_out": sib,
