@@ -171,6 +171,8 @@ def git_commit(cwd: str | Path | None = None) -> tuple[str | None, bool]:
                               text=True, timeout=10, check=True).stdout.strip()
         status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
                                 cwd=cwd, capture_output=True, text=True, timeout=10).stdout
+        if not dirty_paths(status):  # clean apart from the root pipeline's own outputs
+            return head, False
         top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=cwd,
                              capture_output=True, text=True, timeout=10).stdout.strip()
         yamls = subprocess.run(["git", "ls-files", "--", "dvc.yaml", "*/dvc.yaml"], cwd=top,
