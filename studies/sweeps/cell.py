@@ -107,8 +107,9 @@ class ValueFactory:
             from amc.value.scorers import LearnedValue
 
             self.selection = LearnedValue.load(cell.value_model, device="cpu", cache_size=65536)
-            self._shared = SoftBinaryValue(self.selection, cell.beta, cell.sharpen,
-                                           load_calibration(cell.value_model))
+            self._shared = (fitted_value(cell) if cell.value_map == "fitted" else
+                            SoftBinaryValue(self.selection, cell.beta, cell.sharpen,
+                                            load_calibration(cell.value_model)))
         elif cell.value == "none":
             self._shared = ZeroValue()
 
@@ -122,6 +123,22 @@ class ValueFactory:
                                                        max_steps=budget, seed=0,
                                                        final_action=self.cell.rollout_final))
         return self._by_budget[budget]
+
+
+def fitted_value(cell: CellParams) -> Any:
+    """The learned value as V = beta v / T (``cell.value_map: fitted``): T is the resampling
+    temperature the value stage fitted on validation and stored with the model; a model
+    without one cannot be used so (a clear error, not a silent beta)."""
+    from amc.value.scorers import LearnedValue
+    from amc.value.temperature import stored_temperature
+
+    t = stored_temperature(cell.value_model)
+    if t is None:
+        raise ValueError(f"cell.value_map fitted: {cell.value_model} stores no resampling "
+                         "temperature (train it with value.fit_temperature: true)")
+    value = LearnedValue.load(cell.value_model, device="cpu", cache_size=65536)
+    value.scale = cell.beta / t
+    return value
 
 
 def split_record(cell: CellParams) -> dict[str, Any]:
@@ -251,6 +268,7 @@ def _config_name(cell: CellParams) -> str:
     return (f"{cell.split}-d{cell.depth}-q{cell.q:g}-b{cell.beta:g}-{sched}-n{cell.n}-"
             f"{cell.value}-s{cell.slack}-seeds{len(cell.seeds)}"
             + (f"-x{cell.sharpen:g}" if cell.sharpen != 1 else "")
+            + ("-fitT" if cell.value_map == "fitted" else "")
             + ("-menu" if cell.menu_form else "")
             + (f"-v{cell.val_tasks}r{cell.val_seed}"
                if cell.split == "validation" and cell.val_sample == "random" else "")

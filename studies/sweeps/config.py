@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from amc.config import Frozen, load_yaml
+from amc.value.ranking import ObjectiveConfig
 
 PARAMS_FILE = Path("params.yaml")
 
@@ -85,6 +86,12 @@ class CellParams(Frozen):
     """The rollout value ends a rollout that uses up the budget with the environment's forced
     final action, as the driver ends a particle (WebShop's buy). False: as every cell recorded
     before the key existed (their WebShop rollouts stopped before the buy)."""
+    value_map: Literal["soft", "fitted"] = "soft"
+    """How a learned value's output enters the weights. soft: the calibrated success
+    probability p (then ``sharpen``) through the soft value beta log(1 - p + p e^{1/beta});
+    fitted: V = beta v / T, the head's output v over the resampling temperature T fitted on
+    validation and stored with the model (``value.fit_temperature``), so siblings' weights go
+    as exp((v_i - v_j) / T) -- what the product's learned value does with a fitted T."""
     value_model: str = "models/value"
     """Directory of the learned value (written by the ``value`` stage)."""
     replication: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_.]*$")
@@ -154,6 +161,16 @@ class ValueParams(Frozen):
     """Monotone map of p fitted on the value dataset's validation states against their binary
     outcome (:mod:`amc.value.calibration`), saved as ``calibration.json`` beside the model and
     applied by the cells before the soft value; power fits the old exponent by the same rule."""
+    objective: ObjectiveConfig = ObjectiveConfig()
+    """Head objective: plain regression (the default) or regression plus a within-(task, step)
+    ranking / advantage term (:mod:`amc.value.ranking`; issue 50's value options)."""
+    fit_temperature: bool = False
+    """Fit the resampling temperature T on validation and store it with the model (read by
+    cells with ``value_map: fitted``; :mod:`amc.value.temperature`)."""
+    show_summary: bool = False
+    """Render the observed-state summary in the value's NOW (TextCraft: the inventory the
+    observations imply and what the goal's recipe still needs; issue 49). Every kept sweep
+    value was trained without it."""
     seed: int = 0
     """Seed of rollouts, split and head."""
     work_dir: str = "work/value"

@@ -116,10 +116,13 @@ def train_config(vp: ValueParams, cache_dir: Path, track: bool, env: str = "text
     """Head-mode training of MiniLM on the sweep's data (CPU) of benchmark ``env``."""
     from amc.value.features import HeadConfig
     from amc.value.model import ModelConfig
+    from amc.value.temperature import TemperatureConfig
     from amc.value.train import TrainConfig
 
+    head = HeadConfig(cache_dir=cache_dir, epochs=vp.epochs, objective=vp.objective,
+                      temperature=TemperatureConfig(fit=vp.fit_temperature))
     return TrainConfig(model=ModelConfig(max_length=vp.max_length, loss=vp.loss), mode="head",
-                       head=HeadConfig(cache_dir=cache_dir, epochs=vp.epochs), seed=vp.seed,
+                       head=head, seed=vp.seed,
                        device="cpu", env=env, experiment="amc-sweeps-value",
                        tracking_uri=vp.tracking_uri, track=track, register_model=False)
 
@@ -131,8 +134,7 @@ def dataset_options(vp: ValueParams, env: str = "textcraft") -> DatasetOptions:
 
     render = RenderOptions(env=env, history_k=vp.history_k, max_tokens=vp.max_length - 4,
                            preamble="Predict the future reward.", show_budget=vp.show_budget,
-                           show_summary=False)  # every kept sweep value was trained without
-                                                # the observed summary (issue 49)
+                           show_summary=vp.show_summary)  # off in every kept sweep value
     return DatasetOptions(render=render, val_fraction=0.15, test_fraction=0.15, seed=vp.seed)
 
 

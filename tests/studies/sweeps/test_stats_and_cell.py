@@ -126,3 +126,37 @@ def test_the_value_stage_trains_the_configured_likelihood():
 
     assert train_config(ValueParams(loss="bce"), Path("c"), False).model.loss == "bce"
     assert train_config(ValueParams(), Path("c"), False).model.loss == "mse"
+
+
+def test_the_value_stage_passes_issue_50_s_options_to_training_and_rendering():
+    from pathlib import Path
+
+    from amc.value.ranking import ObjectiveConfig
+    from studies.sweeps.config import ValueParams
+    from studies.sweeps.value import dataset_options, train_config
+
+    vp = ValueParams(objective=ObjectiveConfig(kind="listwise"), fit_temperature=True,
+                     show_summary=True)
+    head = train_config(vp, Path("c"), False).head
+    assert head.objective.kind == "listwise" and head.temperature.fit
+    assert dataset_options(vp).render.show_summary
+    plain = ValueParams()
+    assert train_config(plain, Path("c"), False).head.objective.kind == "regression"
+    assert not train_config(plain, Path("c"), False).head.temperature.fit
+    assert not dataset_options(plain).render.show_summary  # every kept value's rendering
+
+
+def test_a_fitted_value_map_is_named_and_needs_a_stored_temperature(tmp_path):
+    import json
+
+    from amc.value.model import CONFIG_FILE
+    from studies.sweeps.cell import cell_name, fitted_value
+    from studies.sweeps.config import CellParams
+
+    cell = CellParams(value="learned", value_map="fitted", beta=0.05,
+                      value_model=str(tmp_path))
+    assert cell_name(cell).endswith("-fitT-menu")  # its records never collide with soft cells
+    assert "fitT" not in cell_name(cell.model_copy(update={"value_map": "soft"}))
+    (tmp_path / CONFIG_FILE).write_text(json.dumps({"metrics": {}}))
+    with pytest.raises(ValueError, match="stores no resampling temperature"):
+        fitted_value(cell)

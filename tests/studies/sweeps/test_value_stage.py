@@ -73,3 +73,34 @@ def test_value_stage_with_averaged_td_targets_and_smc_states(tmp_path: Path):
     held = dsd["test"]
     assert set(held["target"]) <= {0.0, 1.0}  # held-out rows keep their realised targets
     assert (tmp_path / "work" / "first-head").is_dir()
+
+
+@pytest.mark.slow
+def test_a_listwise_value_with_the_summary_and_a_fitted_temperature_steers_a_cell(
+        tmp_path: Path):
+    """Issue 50's options through the sweep's stage and cell: the model stores T, renders the
+    summary, and a ``value_map: fitted`` cell weights by beta v / T."""
+    import asyncio
+
+    from amc.value.ranking import ObjectiveConfig
+    from amc.value.temperature import stored_temperature
+    from studies.sweeps.bench import make_bench_suite
+    from studies.sweeps.cell import ValueFactory, run_cell
+
+    vp = ValueParams(q_grid=(0.4,), rollouts=4, max_tasks=12, sizes=(40,), epochs=2,
+                     max_length=96, work_dir=str(tmp_path / "work"), out_dir=str(tmp_path / "m"),
+                     quality_file=str(tmp_path / "q.json"), loss="bce", ceiling=False,
+                     objective=ObjectiveConfig(kind="listwise", select_on="auc_within"),
+                     fit_temperature=True, show_summary=True)
+    rec = run(vp, CellParams(), track=False)
+    t = stored_temperature(tmp_path / "m")
+    assert t is not None and t == rec["final"]["resample_temperature"] > 0
+    dsd, render, _ = load_dataset_dir(tmp_path / "work/dataset")
+    assert render.show_summary
+    assert any("[SUMMARY]" in x for x in dsd["train"]["text"])
+    cell = CellParams(value="learned", value_map="fitted", beta=0.05, split="validation",
+                      value_model=str(tmp_path / "m"), max_tasks=1, seeds=(0,), n=2)
+    value = ValueFactory(cell, make_bench_suite(cell), None)(5)
+    assert value.scale == pytest.approx(0.05 / t)  # V = beta v / T
+    rows = asyncio.run(run_cell(cell))
+    assert len(rows) == 1 and rows[0]["amc"]["calls"] > 0
