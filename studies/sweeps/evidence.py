@@ -152,6 +152,19 @@ def with_results_table(text: str, root: Path) -> str:
             f"{section(root)}\n{tail}")
 
 
+SIM_OPTIONS = Path("evidence/sim-value-options/result.md")
+"""Issue 50 item 4's generated result (:mod:`studies.sim_value_options.report`)."""
+
+
+def with_sim_options(text: str, root: Path) -> str:
+    """``text`` with the re-chosen value's section at the end, once its study has reported."""
+    f = root / SIM_OPTIONS
+    if not f.is_file():
+        return text
+    title, _, body = f.read_text().partition("\n")
+    return f"{text}\n#{title}\n{body}"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=Path, default=Path("evidence"))
@@ -170,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                   load_current(args.runs),
                   (load_protocol(RENDER_PROTOCOL),) if RENDER_PROTOCOL.is_file() else (),
                   json.loads(args.variants.read_text()) if args.variants.is_file() else None)
-    text = with_results_table(text, Path("."))
+    text = with_sim_options(with_results_table(text, Path(".")), Path("."))
     if args.check:
         same = args.doc.is_file() and args.doc.read_text() == text
         print("up to date" if same else f"{args.doc} differs from the committed results")

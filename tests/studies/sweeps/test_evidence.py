@@ -277,3 +277,12 @@ def test_a_value_s_first_quality_record_is_kept(tmp_path: Path):
     assert save_quality(json.dumps({"model_hash": "m", "final": {"head_seconds": 3.5}}),
                         tmp_path) == []
     assert (tmp_path / "values/m.json").read_text() == first
+
+
+def test_the_re_chosen_value_s_result_closes_the_document_as_a_section(tmp_path: Path):
+    from studies.sweeps.evidence import SIM_OPTIONS, with_sim_options
+
+    assert with_sim_options("doc\n", tmp_path) == "doc\n"  # not reported yet: no section
+    (tmp_path / SIM_OPTIONS).parent.mkdir(parents=True)
+    (tmp_path / SIM_OPTIONS).write_text("# Re-chosen\n\n| a |\n")
+    assert with_sim_options("doc\n", tmp_path) == "doc\n\n## Re-chosen\n\n| a |\n"
