@@ -130,14 +130,13 @@ def fitted_value(cell: CellParams) -> Any:
     temperature the value stage fitted on validation and stored with the model; a model
     without one cannot be used so (a clear error, not a silent beta)."""
     from amc.value.scorers import LearnedValue
-    from amc.value.temperature import stored_temperature
 
-    t = stored_temperature(cell.value_model)
+    value = LearnedValue.load(cell.value_model, device="cpu", cache_size=65536)
+    t = (value.meta.get("metrics") or {}).get("resample_temperature")
     if t is None:
         raise ValueError(f"cell.value_map fitted: {cell.value_model} stores no resampling "
                          "temperature (train it with value.fit_temperature: true)")
-    value = LearnedValue.load(cell.value_model, device="cpu", cache_size=65536)
-    value.scale = cell.beta / t
+    value.scale = cell.beta / float(t)
     return value
 
 

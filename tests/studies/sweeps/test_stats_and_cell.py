@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +12,8 @@ from studies.sweeps.cell import run_cell, smc_config, summarise
 from studies.sweeps.config import CellParams
 from studies.sweeps.stats import paired, se_over_tasks
 from studies.sweeps.tasks import make_suite, split_tasks, task_budget, value_train_tasks
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_paired_averages_seeds_within_a_task_before_the_standard_error():
@@ -157,6 +160,15 @@ def test_a_fitted_value_map_is_named_and_needs_a_stored_temperature(tmp_path):
                       value_model=str(tmp_path))
     assert cell_name(cell).endswith("-fitT-menu")  # its records never collide with soft cells
     assert "fitT" not in cell_name(cell.model_copy(update={"value_map": "soft"}))
-    (tmp_path / CONFIG_FILE).write_text(json.dumps({"metrics": {}}))
+    from amc.value.registry import resolve_model_dir
+    from studies.sweeps.keep_value import restore
+
+    restore(ROOT / "sweeps/kept/value", tmp_path / "v")  # issue 30's value: no fitted T
+    cell = cell.model_copy(update={"value_model": str(tmp_path / "v")})
+    cfg = resolve_model_dir(str(tmp_path / "v")) / CONFIG_FILE
     with pytest.raises(ValueError, match="stores no resampling temperature"):
         fitted_value(cell)
+    meta = json.loads(cfg.read_text())
+    meta.setdefault("metrics", {})["resample_temperature"] = 0.2
+    cfg.write_text(json.dumps(meta))
+    assert fitted_value(cell).scale == pytest.approx(0.05 / 0.2)

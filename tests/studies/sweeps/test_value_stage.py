@@ -83,6 +83,7 @@ def test_a_listwise_value_with_the_summary_and_a_fitted_temperature_steers_a_cel
     import asyncio
 
     from amc.value.ranking import ObjectiveConfig
+    from amc.value.registry import resolve_model_dir
     from amc.value.temperature import stored_temperature
     from studies.sweeps.bench import make_bench_suite
     from studies.sweeps.cell import ValueFactory, run_cell
@@ -93,7 +94,7 @@ def test_a_listwise_value_with_the_summary_and_a_fitted_temperature_steers_a_cel
                      objective=ObjectiveConfig(kind="listwise", select_on="auc_within"),
                      fit_temperature=True, show_summary=True)
     rec = run(vp, CellParams(), track=False)
-    t = stored_temperature(tmp_path / "m")
+    t = stored_temperature(resolve_model_dir(str(tmp_path / "m")))
     assert t is not None and t == rec["final"]["resample_temperature"] > 0
     dsd, render, _ = load_dataset_dir(tmp_path / "work/dataset")
     assert render.show_summary
