@@ -154,6 +154,8 @@ def test_cells(protocol: Protocol, base: SweepParams) -> list[CellParams]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("step", choices=("values", "validation", "test", "report", "all"))
+    ap.add_argument("--only", help="validation: this candidate's cell only (one whose value "
+                    "is trained, while the next values train)")
     args = ap.parse_args(argv)
     protocol = load_protocol(PROTOCOL)
     os.chdir(ROOT / "sweeps")  # the sweep's relative paths (models/, work/, the planner data)
@@ -163,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         if step == "values":
             train_values(protocol, base)
         elif step == "validation":
-            run_cells([cell_params(base, c, "validation") for c in protocol.candidates[1:]])
+            run_cells([cell_params(base, c, "validation") for c in protocol.candidates[1:]
+                       if args.only in (None, c.name)])
         elif step == "test":
             cells = test_cells(protocol, base)
             print(f"chosen: {chosen(protocol, base).name}", flush=True)
