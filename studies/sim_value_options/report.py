@@ -108,8 +108,13 @@ def commit() -> str:
                           text=True, check=False).stdout.strip()
 
 
+def _s(x: float) -> str:
+    """Signed, 3 decimals, no negative zero (a difference of -1e-17 reads +0.000)."""
+    return f"{round(x, 3) + 0.0:+.3f}"
+
+
 def _ci(c: dict[str, Any]) -> str:
-    return f"{c['diff']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}], p {c['p']:.2g}"
+    return f"{_s(c['diff'])} [{_s(c['lo'])}, {_s(c['hi'])}], p {c['p']:.2g}"
 
 
 def _what(c: dict[str, Any]) -> str:
@@ -168,8 +173,23 @@ def render(res: dict[str, Any]) -> str:
                      f"{t['ceiling']['diff']:+.3f} | {t['share']:.0%} | "
                      f"{t['reference']['diff']:+.3f} | {t['reference_share']:.0%} | "
                      f"{_ci(t['vs_reference'])} |")
-    lines += ["", goal_sentence(res)]
+    lines += ["", transfer_sentence(res), "", goal_sentence(res)]
     return "\n".join(lines) + "\n"
+
+
+def transfer_sentence(res: dict[str, Any]) -> str:
+    """How the validation gains carried to the test cells at N = 4 (the choice is the best
+    of several validation cells, so its validation gain is read with that in mind)."""
+    val = {c["name"]: c["validation"] for c in res["candidates"]}
+    t4 = next((t for t in res["test"] if t["n"] == 4), None)
+    ref = res["candidates"][0]["name"]
+    if t4 is None or val.get(res["chosen"]) is None or val.get(ref) is None:
+        return ""
+    return (f"Validation to test at N = 4: the chosen `{res['chosen']}` "
+            f"{_s(val[res['chosen']]['diff'])} -> {_s(t4['gain']['diff'])}, the reference "
+            f"`{ref}` {_s(val[ref]['diff'])} -> {_s(t4['reference']['diff'])} (the chosen "
+            f"is the best of {len(val)} validation cells, so its validation gain is "
+            "optimistic; the test cells are not).")
 
 
 def goal_sentence(res: dict[str, Any]) -> str:

@@ -110,3 +110,15 @@ def test_the_committed_result_is_its_json_rendered():
     if not js.is_file():
         pytest.skip("the study has not reported yet")
     assert md.read_text() == rep.render(json.loads(js.read_text()))
+
+
+def test_the_chosen_value_is_kept_and_restores_to_the_value_its_cells_ran(tmp_path):
+    js = R.OUT / "result.json"
+    if not js.is_file() or not json.loads(js.read_text())["test"]:
+        pytest.skip("no test cell has run")
+    from studies.sweeps.cell import dir_hash
+    from studies.sweeps.keep_value import restore
+
+    res = json.loads(js.read_text())
+    restore(R.ROOT / "sweeps/kept" / f"options-{res['chosen']}", tmp_path / "v")
+    assert {t["value_model_hash"] for t in res["test"]} == {dir_hash(tmp_path / "v")}
