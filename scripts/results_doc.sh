@@ -29,6 +29,12 @@ for V in chosen:results-chosen.md old:results.md; do
 done
 [ -f "$A/value-options-chosen.md" ] && S+=(--section "Which value options rank the chosen regime's siblings? Offline and exploratory (studies/value_options, --regime chosen)=$A/value-options-chosen.md")
 [ -f "$A/value-options-old.md" ] && S+=(--section "The value options in the old regime (steps 2 and 4), offline and exploratory (studies/value_options)=$A/value-options-old.md")
+# The simulation's TextCraft value re-chosen with the same options under a declared protocol
+# (issue 50 item 4, studies/sim_value_options), once it has reported.
+if [ -f evidence/sim-value-options/result.md ]; then
+  tail -n +2 evidence/sim-value-options/result.md > "$A/sim-value-options.md"
+fi
+[ -f "$A/sim-value-options.md" ] && S+=(--section "The simulation's value re-chosen with those options: declared, test cells once (studies/sim_value_options)=$A/sim-value-options.md")
 # the paragraph under the title: a template whose numbers are read from the committed records
 INTRO=$(python -m studies.llm_regime.intro docs/results-intro.txt "$A/llm-regime/summary.json" \
   "$D" docs/evidence.md)
