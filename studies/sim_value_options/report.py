@@ -57,6 +57,11 @@ def value_figures(quality: dict[str, Any] | None) -> dict[str, Any]:
            "model_hash": quality["model_hash"]}
     if "resample_temperature" in f:
         out["resample_temperature"] = f["resample_temperature"]
+    off = quality.get("offline") or {}
+    for who in ("learned", "ceiling"):  # live and doomed states of the same held-out tasks
+        if who in off:
+            out[f"{who}_doomed_weight"] = off[who].get("doomed_weight")
+            out[f"{who}_live_auc_within"] = off[who].get("auc_within")
     return out
 
 
@@ -143,12 +148,17 @@ def render(res: dict[str, Any]) -> str:
              "by (task, seed), seeds averaged within a task, 95% t interval over tasks, exact "
              "sign-flip p. Offline: the value's own held-out tasks (15 of the value-training "
              "tasks), within-(task, step) AUC of success.", "",
-             "| candidate | what changes | held-out within AUC | held-out AUC | fitted T "
-             "| Best-of-4 | AMC | AMC - Best-of-4 |", "|---|---|---|---|---|---|---|---|"]
+             "Doomed weight: the mean score of a doomed held-out state (the planner's remaining "
+             "steps exceed the steps left) over its live siblings' (0: a value that knows the "
+             "state is lost; the rollout ceiling's is in the goal sentence).", "",
+             "| candidate | what changes | held-out within AUC | held-out AUC | doomed weight "
+             "| fitted T | Best-of-4 | AMC | AMC - Best-of-4 |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for c in res["candidates"]:
         o, v = c["offline"], c["validation"]
         lines.append(f"| {c['name']} | {_what(c)} | {_num(o.get('test_auc_within'))} | "
-                     f"{_num(o.get('test_auc'))} | {_num(o.get('resample_temperature'), '.3g')}"
+                     f"{_num(o.get('test_auc'))} | {_num(o.get('learned_doomed_weight'), '.2f')}"
+                     f" | {_num(o.get('resample_temperature'), '.3g')}"
                      f" | {_num(v and v['a'])} | {_num(v and v['b'])} | "
                      f"{_ci(v) if v else 'not run'} |")
     lines.append("")
@@ -200,10 +210,19 @@ def goal_sentence(res: dict[str, Any]) -> str:
     met = t4["share"] >= GOAL_SHARE and t4["gain"]["lo"] > 0
     v = t4["vs_reference"]
     sep = "separable" if v["lo"] > 0 or v["hi"] < 0 else "not separable"
-    return (f"**Goal (>= {GOAL_SHARE:.0%} of the ceiling at N = 4): "
+    text = (f"**Goal (>= {GOAL_SHARE:.0%} of the ceiling at N = 4): "
             f"{'met' if met else 'not met'}** -- the chosen value realises {t4['share']:.0%} "
             f"(the reference {t4['reference_share']:.0%}); its AMC minus the reference's is "
             f"{_ci(v)}, {sep} from zero.")
+    o = next(c["offline"] for c in res["candidates"] if c["name"] == res["chosen"])
+    if not met and o.get("ceiling_doomed_weight") is not None:
+        text += (f" Measured on the value's held-out states: a doomed state keeps "
+                 f"{o['learned_doomed_weight']:.2f} of its live siblings' mean score under the "
+                 f"chosen value against {o['ceiling_doomed_weight']:.3f} under the rollout "
+                 f"ceiling (within AUC {o['learned_live_auc_within']:.3f} against "
+                 f"{o['ceiling_live_auc_within']:.3f}): the learned value leaves a lost "
+                 "particle most of a live one's weight where the ceiling prunes it.")
+    return text
 
 
 def write(protocol: Protocol, base: SweepParams) -> dict[str, Any]:

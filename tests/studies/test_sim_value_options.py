@@ -99,8 +99,14 @@ def test_the_share_of_the_ceiling_is_the_gain_over_the_ceiling_s_on_the_same_pai
     assert row["gain"]["diff"] == pytest.approx(1 / 3)
     assert row["share"] == pytest.approx(2 / 3) and row["reference_share"] == pytest.approx(1 / 3)
     assert row["vs_reference"]["diff"] == pytest.approx(1 / 6)
-    res = {"test": [row]}
-    assert "not met" in rep.goal_sentence(res)  # 67% < 75%
+    off = {"learned_doomed_weight": 0.5, "ceiling_doomed_weight": 0.01,
+           "learned_live_auc_within": 0.6, "ceiling_live_auc_within": 0.7}
+    res = {"test": [row], "chosen": "c", "candidates": [{"name": "c", "offline": off}]}
+    text = rep.goal_sentence(res)
+    assert "not met" in text and "keeps 0.50" in text and "0.010" in text  # 67% < 75%: why
+    row["share"], row["gain"] = 0.8, {**row["gain"], "lo": 0.01}
+    assert "**" in rep.goal_sentence(res) and "met**" in rep.goal_sentence(res)
+    assert "keeps" not in rep.goal_sentence(res)
     with pytest.raises(ValueError, match="Best-of-N differs"):
         rep.test_row(4, new, ref, _record([1, 0, 1, 0, 1, 0], [1] * 6))
 
