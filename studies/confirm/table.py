@@ -44,6 +44,11 @@ class Cell:
     record: str
     ceiling: str | None
     why: str
+    value_label: str | None = None
+    """What sets the cell's value apart from the other rows' (None: nothing)."""
+    folder: str = "evidence/runs"
+    """Where the record lies (a study's own test cells: its folder, and its own Holm family);
+    the ceiling is always a committed sweep cell of ``evidence/runs``."""
 
 
 EXPLORATORY = (
@@ -68,6 +73,13 @@ EXPLORATORY = (
          "test-sciworld-B10-q0.3-b0.1-every2-n4-rollout-m4-seeds2",
          "post hoc: the no-value beta was opened after its declared test cell (beta 0.1) had "
          "run; ceiling at beta 0.1"),
+    Cell("textcraft", "test-d2-q0.4-b0.05-every2-n4-learned-s1-seeds6-menu",
+         "test-d2-q0.4-b0.05-every2-n4-rollout-s1-seeds6-menu",
+         "the value re-chosen by issue 50's declared protocol (sweeps/protocol-issue50-sim.yaml: "
+         "the observed-state summary in its rendering), declared before it ran, but on the 54 "
+         "test tasks and seeds 0-5 that every earlier TextCraft cell had used; Holm over that "
+         "study's test cells", "re-chosen: + observed-state summary",
+         "evidence/sim-value-options/runs/summary"),
 )
 """The cells the README led with before issue 51 (record stems under ``evidence/runs/``)."""
 LLM_SUMMARY = Path("docs/results-assets/llm-regime-testset60.json")
@@ -129,14 +141,16 @@ def exploratory(root: Path) -> list[dict[str, str]]:
     out = []
     families: dict[str, dict[str, float]] = {}
     for cell in EXPLORATORY:
-        rec = json.loads((root / "evidence/runs" / f"{cell.record}.json").read_text())
+        rec = json.loads((root / cell.folder / f"{cell.record}.json").read_text())
         c = compare(_rows(rec, "bon", "amc", "oracle_best"))
         ceil = None
         if cell.ceiling:
             crec = json.loads((root / "evidence/runs" / f"{cell.ceiling}.json").read_text())
             ceil = compare(cross_rows(rec, crec, "oracle_best"))
-        fam = families.setdefault(cell.bench, study_family(root / "evidence/runs", cell.bench))
+        fam = families.setdefault(f"{cell.folder}:{cell.bench}",
+                                  study_family(root / cell.folder, cell.bench))
         value = "learned V_θ" if rec["cell"]["value"] == "learned" else "no value"
+        value += f", {cell.value_label}" if cell.value_label else ""
         out.append({"bench": cell.bench, "prior": PRIOR[cell.bench],
                     "regime": f"AMC ({value}): {regime_words(rec['cell'])}", **_fmt(c),
                     "ceiling": _ceiling(c, ceil), "status": "exploratory",

@@ -92,3 +92,15 @@ def test_a_running_row_counts_the_drawn_pairs(tmp_path: Path) -> None:
     (folder / "tasks.json").write_text(json.dumps({"tasks": [{"task_id": str(i)}
                                                              for i in range(54)]}))
     assert confirmatory(tmp_path)[0]["status"].startswith(f"running ({54 * len(p.seeds)} (task")
+
+
+def test_a_study_s_own_test_cells_are_their_own_holm_family() -> None:
+    from studies.confirm.table import exploratory
+
+    rows = exploratory(ROOT)
+    (r,) = [r for r in rows if "re-chosen" in r["regime"]]  # issue 50's re-choice, committed
+    tests = sorted((ROOT / "evidence/sim-value-options/runs/summary").glob("test-*.json"))
+    assert r["holm"].endswith(f"(of {len(tests)})") and len(tests) == 3
+    sweep = [x for x in rows if x["bench"] == "textcraft" and "β 0.05" in x["regime"]
+             and "re-chosen" not in x["regime"]]
+    assert sweep and all(x["holm"].endswith("(of 48)") for x in sweep)  # not mixed in
