@@ -86,10 +86,9 @@ def collect(protocol: Protocol, base: SweepParams) -> dict[str, Any]:
     recs = R.validation_records(protocol, base)
     cands = []
     for c in protocol.candidates:
-        q = Path(R.value_params(base, c).quality_file)
-        quality = json.loads(q.read_text()) if c.name != R.REFERENCE and q.is_file() else None
-        if c.name == R.REFERENCE:
-            quality = json.loads((R.ROOT / "evidence/value_quality.json").read_text())
+        q = (R.ROOT / "evidence/value_quality.json" if c.name == R.REFERENCE  # the kept value's
+             else Path(R.value_params(base, c).quality_file))
+        quality = json.loads(q.read_text()) if q.is_file() else None
         cands.append({"name": c.name, "value": c.value, "cell": c.cell,
                       "offline": value_figures(quality),
                       "validation": gain(recs[c.name]) if c.name in recs else None})

@@ -107,7 +107,7 @@ class ValueFactory:
             from amc.value.scorers import LearnedValue
 
             self.selection = LearnedValue.load(cell.value_model, device="cpu", cache_size=65536)
-            self._shared = (fitted_value(cell) if cell.value_map == "fitted" else
+            self._shared = (fitted_value(self.selection, cell) if cell.value_map == "fitted" else
                             SoftBinaryValue(self.selection, cell.beta, cell.sharpen,
                                             load_calibration(cell.value_model)))
         elif cell.value == "none":
@@ -125,19 +125,29 @@ class ValueFactory:
         return self._by_budget[budget]
 
 
-def fitted_value(cell: CellParams) -> Any:
-    """The learned value as V = beta v / T (``cell.value_map: fitted``): T is the resampling
-    temperature the value stage fitted on validation and stored with the model; a model
-    without one cannot be used so (a clear error, not a silent beta)."""
-    from amc.value.scorers import LearnedValue
+class ScaledValue:
+    """A value times a constant: V = beta v / T of a fitted map (:func:`fitted_value`)."""
 
-    value = LearnedValue.load(cell.value_model, device="cpu", cache_size=65536)
-    t = (value.meta.get("metrics") or {}).get("resample_temperature")
+    def __init__(self, inner: Any, scale: float) -> None:
+        self.inner, self.scale = inner, scale
+
+    async def score(self, histories: Any) -> list[float]:
+        return [float(v) * self.scale for v in await self.inner.score(histories)]
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def fitted_value(learned: Any, cell: CellParams) -> ScaledValue:
+    """The loaded learned value as V = beta v / T (``cell.value_map: fitted``): T is the
+    resampling temperature the value stage fitted on validation and stored with the model; a
+    model without one cannot be used so (a clear error, not a silent beta). It shares the
+    model and its score cache with the cell's selection instead of loading it again."""
+    t = (learned.meta.get("metrics") or {}).get("resample_temperature")
     if t is None:
         raise ValueError(f"cell.value_map fitted: {cell.value_model} stores no resampling "
                          "temperature (train it with value.fit_temperature: true)")
-    value.scale = cell.beta / float(t)
-    return value
+    return ScaledValue(learned, cell.beta / float(t))
 
 
 def split_record(cell: CellParams) -> dict[str, Any]:

@@ -153,7 +153,7 @@ def test_a_fitted_value_map_is_named_and_needs_a_stored_temperature(tmp_path):
     import json
 
     from amc.value.model import CONFIG_FILE
-    from studies.sweeps.cell import cell_name, fitted_value
+    from studies.sweeps.cell import ValueFactory, cell_name
     from studies.sweeps.config import CellParams
 
     cell = CellParams(value="learned", value_map="fitted", beta=0.05,
@@ -167,8 +167,21 @@ def test_a_fitted_value_map_is_named_and_needs_a_stored_temperature(tmp_path):
     cell = cell.model_copy(update={"value_model": str(tmp_path / "v")})
     cfg = resolve_model_dir(str(tmp_path / "v")) / CONFIG_FILE
     with pytest.raises(ValueError, match="stores no resampling temperature"):
-        fitted_value(cell)
+        ValueFactory(cell, None, None)
     meta = json.loads(cfg.read_text())
     meta.setdefault("metrics", {})["resample_temperature"] = 0.2
     cfg.write_text(json.dumps(meta))
-    assert fitted_value(cell).scale == pytest.approx(0.05 / 0.2)
+    values = ValueFactory(cell, None, None)
+    assert values(5).scale == pytest.approx(0.05 / 0.2)
+    assert values(5).inner is values.selection  # one model, one score cache
+
+
+def test_a_scaled_value_multiplies_its_inner_scores():
+    from studies.sweeps.cell import ScaledValue
+
+    class Fixed:
+        async def score(self, histories):
+            return [0.1, 0.5, 0.9]
+
+    assert asyncio.run(ScaledValue(Fixed(), 0.25).score([None] * 3)) == pytest.approx(
+        [0.025, 0.125, 0.225])
