@@ -48,6 +48,8 @@ class HFOptions(Frozen):
     """Render chat messages with the tokenizer's template instead of a few-shot transcript."""
     prompt: Style = "menu"
     """menu, react or reflact."""
+    few_shot: bool = True
+    """Show the solved example (False: the compact prompt an SFT adapter was trained on)."""
     temperature: float = Field(1.0, gt=0)
     """Sampling temperature."""
     top_k: int = Field(40, ge=0)
@@ -170,7 +172,7 @@ class HFPrior(NextTokenLogprobs):
                                                       add_generation_prompt=True)
             assert isinstance(text, str)  # tokenize=False returns the text
             return text
-        return completion_prompt(history, self.env, o.prompt, **kw)
+        return completion_prompt(history, self.env, o.prompt, few_shot=o.few_shot, **kw)
 
     # -- batched decoding (runs in a worker thread) ------------------------------------------
     def generate(self, prompts: list[str], seeds: list[int]) -> list[tuple[str, int, int]]:

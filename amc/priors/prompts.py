@@ -88,13 +88,21 @@ def chat_messages(
 
 
 def completion_prompt(
-    history: History, env: str, style: Style = "react", *, max_steps: int = 30, menu_limit: int = 60
+    history: History, env: str, style: Style = "react", *, max_steps: int = 30, menu_limit: int = 60,
+    few_shot: bool = True,
 ) -> str:
-    """A few-shot transcript for a base/completion model; it ends with ``Action:``."""
+    """A few-shot transcript for a base/completion model; it ends with ``Action:``.
+
+    ``few_shot=False`` is the compact prompt of a model fine-tuned on this very layout
+    (:mod:`amc.sft`): the instruction, then the task, without the solved example (about half
+    the tokens of a TextCraft menu prompt, paid at every training sequence and every call)."""
     p, style = get_prompts(env), _effective(style, history)
-    parts = [_instruction(p, style), "", "Here is a solved example of a different task.", ""]
-    example = p.menu_example if style == "menu" and p.menu_example else p.example
-    parts += [example.strip(), "", "Now the real task.", "", f"Observation: {history.observation0}"]
+    parts = [_instruction(p, style), ""]
+    if few_shot:
+        example = p.menu_example if style == "menu" and p.menu_example else p.example
+        parts += ["Here is a solved example of a different task.", "", example.strip(), "",
+                  "Now the real task.", ""]
+    parts.append(f"Observation: {history.observation0}")
     skipped, steps = _window(history, max_steps)
     if skipped:
         parts.append(f"({skipped} earlier steps are not shown.)")
