@@ -49,7 +49,10 @@ class HFOptions(Frozen):
     prompt: Style = "menu"
     """menu, react or reflact."""
     few_shot: bool = True
-    """Show the solved example (False: the compact prompt an SFT adapter was trained on)."""
+    """Show the solved example (False, with ``instruction`` False: the compact prompt an SFT
+    adapter is trained on, :mod:`amc.sft`)."""
+    instruction: bool = True
+    """Show the task instruction (False: see ``few_shot``)."""
     temperature: float = Field(1.0, gt=0)
     """Sampling temperature."""
     top_k: int = Field(40, ge=0)
@@ -172,7 +175,8 @@ class HFPrior(NextTokenLogprobs):
                                                       add_generation_prompt=True)
             assert isinstance(text, str)  # tokenize=False returns the text
             return text
-        return completion_prompt(history, self.env, o.prompt, few_shot=o.few_shot, **kw)
+        return completion_prompt(history, self.env, o.prompt, few_shot=o.few_shot,
+                                 instruction=o.instruction, **kw)
 
     # -- batched decoding (runs in a worker thread) ------------------------------------------
     def generate(self, prompts: list[str], seeds: list[int]) -> list[tuple[str, int, int]]:
