@@ -11,6 +11,11 @@ Secrets are masked where text is persisted (:func:`mask_secrets`: results, failu
 response cache, MLflow params and tags, log records): the values of the environment's key
 variables (:data:`SECRET_ENV`, and each component's ``api_key_env``) and any
 ``Authorization``/``api-key`` header value, e.g. one a hostile endpoint echoes in its answer.
+Every configured secret is masked whatever its length: one of :data:`MIN_SECRET` characters
+or more wherever it appears, a shorter one wherever it stands as a whole token (``abc`` in
+``key abc.`` but not in ``fabric``), and in JSON text (:func:`mask_json`) only inside string
+values, so a persisted file stays valid JSON. A value that is a bare number or a yes/no word
+(``SOME_TOKEN=1``) is a setting, not a key, and is left alone.
 """
 
 from __future__ import annotations
@@ -76,8 +81,11 @@ def user_message(err: BaseException) -> str:
 SECRET_ENV = re.compile(r"(^|_)(API_KEY|KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
 """Environment variables whose values are secrets (``OPENAI_API_KEY``, ``HF_TOKEN``...)."""
 MIN_SECRET = 8
-"""Shorter values are not masked (a 3-character "key" would mangle every text holding it)."""
+"""Secrets this long or longer are masked anywhere; shorter ones only as whole tokens."""
 MASK = "***"
+_SETTING = re.compile(r"(?i)[+-]?\d+(\.\d*)?|true|false|yes|no|on|off|none|null")
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"(\s*:)?')
+"""A JSON string (group 1: the ``:`` that makes it a key)."""
 _named: set[str] = set()
 _HEADER = re.compile(r"(?i)\b(authorization|x-api-key|api-key)(\\?[\"']?\s*[:=]\s*\\?[\"']?)"
                      r"((?:bearer|basic|token)\s+)?[^\s\"',;}\\]+")
@@ -92,20 +100,51 @@ def register_secret_env(name: str | None) -> None:
 
 
 def known_secrets() -> list[str]:
-    """The secret values in the environment now (longest first, so none is half masked)."""
+    """The secret values in the environment now, whatever their length (longest first, so
+    none is half masked); bare numbers and yes/no words are settings, not secrets."""
     vals = {v for k, v in os.environ.items()
-            if (k in _named or SECRET_ENV.search(k)) and len(v.strip()) >= MIN_SECRET}
+            if (k in _named or SECRET_ENV.search(k)) and v.strip()
+            and not _SETTING.fullmatch(v.strip())}
     return sorted(vals, key=len, reverse=True)
 
 
-def mask_secrets(text: str) -> str:
-    """``text`` with every known secret (also JSON-escaped), and any ``Authorization`` /
-    ``api-key`` header value or bearer token, replaced by ``***``."""
+def _token(secret: str) -> re.Pattern[str]:
+    """``secret`` (and its JSON-escaped form) where it stands as a whole token."""
+    forms = {re.escape(secret), re.escape(json.dumps(secret)[1:-1])}
+    return re.compile(r"(?<![\w.-])(?:" + "|".join(sorted(forms, key=len, reverse=True))
+                      + r")(?![\w-])")
+
+
+def _mask_known(text: str, short: bool) -> str:
+    """``text`` with the long known secrets replaced (and, if ``short``, the short ones)."""
     for secret in known_secrets():
-        text = text.replace(secret, MASK)
-        text = text.replace(json.dumps(secret)[1:-1], MASK)
+        if len(secret) >= MIN_SECRET:
+            text = text.replace(secret, MASK).replace(json.dumps(secret)[1:-1], MASK)
+        elif short:
+            text = _token(secret).sub(MASK, text)
+    return text
+
+
+def _mask_headers(text: str) -> str:
     text = _HEADER.sub(lambda m: f"{m[1]}{m[2]}{m[3] or ''}{MASK}", text)
     return _BEARER.sub(f"Bearer {MASK}", text)
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with every known secret (also JSON-escaped; a short one as a whole token),
+    and any ``Authorization`` / ``api-key`` header value or bearer token, replaced by
+    ``***``."""
+    return _mask_headers(_mask_known(text, short=True))
+
+
+def mask_json(text: str) -> str:
+    """:func:`mask_secrets` for JSON text: a short secret is masked only inside string
+    values, so numbers, literals and keys stay as they are and the text stays valid JSON."""
+    text = _mask_headers(_mask_known(text, short=False))
+    if any(len(s) < MIN_SECRET for s in known_secrets()):
+        text = _JSON_STRING.sub(lambda m: m[0] if m[1] else _mask_known(m[0], short=True),
+                                text)
+    return text
 
 
 class _MaskedRecords:

@@ -10,7 +10,7 @@ to ``<method>__seed<k>.failures.jsonl`` with its error, so the next run retries 
 a time writes a (method, seed): :func:`lock_outputs` holds an exclusive ``flock`` on a lock file
 next to each results file (the kernel releases it when the process ends, even on ``kill -9``).
 
-Every JSON writer here masks secrets first (:func:`amc.errors.mask_secrets`): an endpoint that
+Every JSON writer here masks secrets first (:func:`amc.errors.mask_json`): an endpoint that
 echoes the API key in an answer must not get it written into results or DVC-tracked files.
 """
 
@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from amc.errors import mask_secrets
+from amc.errors import mask_json
 
 _lock = threading.Lock()
 
@@ -99,7 +99,7 @@ def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
     """Append one record as a line and fsync it (thread-safe within the process)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    line = mask_secrets(json.dumps(record, separators=(",", ":"))) + "\n"
+    line = mask_json(json.dumps(record, separators=(",", ":"))) + "\n"
     with _lock, open(p, "a") as f:
         f.write(line)
         f.flush()
@@ -234,14 +234,14 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:
     """Write JSON atomically (see :func:`write_bytes_atomic`)."""
-    text = mask_secrets(json.dumps(obj, indent=2, sort_keys=True))
+    text = mask_json(json.dumps(obj, indent=2, sort_keys=True))
     write_bytes_atomic(path, (text + "\n").encode())
 
 
 def write_jsonl_atomic(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
     """Replace ``path`` with one JSON line per record, atomically."""
     body = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
-    write_bytes_atomic(path, mask_secrets(body).encode())
+    write_bytes_atomic(path, mask_json(body).encode())
 
 
 SESSIONS = "sessions.jsonl"

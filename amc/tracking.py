@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from amc.errors import mask_secrets
+from amc.errors import mask_json, mask_secrets
 
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
 NOTE = "mlflow.note.content"
@@ -94,7 +94,7 @@ def _masked(value: Any) -> Any:
     if isinstance(value, str):
         return mask_secrets(value)
     text = json.dumps(value, default=str)
-    masked = mask_secrets(text)
+    masked = mask_json(text)
     return value if masked == text else json.loads(masked)
 
 

@@ -28,6 +28,7 @@ from tests.priors.loopback import completion
 
 REPO = Path(__file__).resolve().parents[2]
 CANARY = f"canary-{random.Random(53).getrandbits(96):024x}"  # no sk- shape: masked as a known key
+SHORT = "Zq7c64x"  # issue 64: a 7-character key is masked too (as a whole token)
 
 
 class _Echo(BaseHTTPRequestHandler):
@@ -75,12 +76,13 @@ def files_with(root: Path, needle: bytes) -> list[str]:
     return [str(p) for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
 
 
-@pytest.mark.parametrize("key_env", ["OPENAI_API_KEY", "AMC_LLM_CREDENTIAL"])
+@pytest.mark.parametrize(("key_env", "canary"), [("OPENAI_API_KEY", CANARY),
+                                                 ("AMC_LLM_CREDENTIAL", SHORT)])
 def test_an_echoed_key_is_masked_in_results_failures_cache_and_output(tmp_path, echo_server,
-                                                                      key_env) -> None:
+                                                                      key_env, canary) -> None:
     out, cache = tmp_path / "out", tmp_path / "cache"
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    env.update({"PYTHONPATH": str(REPO), "AMC_CACHE": str(cache), key_env: CANARY})
+    env.update({"PYTHONPATH": str(REPO), "AMC_CACHE": str(cache), key_env: canary})
     args = ["run", "--env", "synthetic", "--prior", "openai", "--model", "toy",
             "-S", f"prior.options.base_url={echo_server}",
             "-S", f"prior.options.api_key_env={key_env}", "-S", "prior.options.max_retries=0",
@@ -90,7 +92,7 @@ def test_an_echoed_key_is_masked_in_results_failures_cache_and_output(tmp_path, 
     assert p.returncode == 1, p.stderr.decode()  # the 400s: some tasks failed, as documented
     assert b"Traceback" not in p.stderr
     assert list(out.glob("*.failures.jsonl")) and (cache / "responses.sqlite").is_file()
-    needle = CANARY.encode()
+    needle = canary.encode()
     assert files_with(tmp_path, needle) == []  # results, failures, summary, cache, WAL files
     assert needle not in p.stdout + p.stderr
     assert files_with(out, b"Authorization: Bearer ***")  # the echo was persisted, masked
