@@ -22,10 +22,11 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -46,10 +47,30 @@ class ConfigError(ValueError):
         self.fields = fields
 
 
-class Frozen(BaseModel):
-    """Base for config models: immutable, no unknown keys, field docstrings kept."""
+def _distinct(items: tuple[Any, ...]) -> tuple[Any, ...]:
+    twice = next((x for k, x in enumerate(items) if x in items[:k]), None)
+    if twice is not None:  # one results file per (method, seed): a repeat would run twice
+        raise ValueError(f"{twice!r} is given twice: {list(items)}")
+    return items
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+def _seeds(seeds: tuple[int, ...]) -> tuple[int, ...]:
+    if not seeds or min(seeds) < 0:  # numpy's generators take no negative seed
+        raise ValueError(f"seeds must be >= 0, and at least one, got {list(seeds)}")
+    return _distinct(seeds)
+
+
+Distinct = AfterValidator(_distinct)  # a tuple field in which no item may appear twice
+Steps = tuple[Annotated[int, Field(ge=1)], ...]  # step numbers or particle counts (>= 1)
+Seeds = Annotated[tuple[int, ...], AfterValidator(_seeds)]
+"""Run seeds: at least one, each >= 0, none twice (each (method, seed) is one results file)."""
+
+
+class Frozen(BaseModel):
+    """Base for config models: immutable, no unknown keys, no inf/NaN, docstrings kept."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True,
+                              allow_inf_nan=False)  # an API would be sent `Infinity`
 
 
 class ComponentConfig(Frozen):
@@ -98,7 +119,7 @@ class SMCConfig(Frozen):
     """KL coefficient beta: the posterior is prior * exp(reward / beta)."""
     resample: Literal["never", "fixed", "ess"] = "fixed"
     """Schedule: never (Best-of-N, ReAct), fixed steps, or when ESS < rho * N."""
-    resample_steps: tuple[int, ...] = (4,)
+    resample_steps: Annotated[Steps, Distinct] = (4,)
     """Steps after which to resample when resample == fixed (paper: TextCraft [4])."""
     ess_threshold: float = Field(0.5, gt=0, le=1, allow_inf_nan=False)
     """rho: resample when ESS < rho * N (resample == ess)."""
@@ -115,15 +136,6 @@ class SMCConfig(Frozen):
         if name not in RESAMPLER_NAMES:  # amc.smc.resampling.RESAMPLERS has these
             raise ValueError(f"unknown resampler {name!r}; known: {', '.join(RESAMPLER_NAMES)}")
         return name
-
-    @field_validator("resample_steps")
-    @classmethod
-    def _positive_distinct_steps(cls, steps: tuple[int, ...]) -> tuple[int, ...]:
-        if any(s < 1 for s in steps):
-            raise ValueError(f"resample_steps must be >= 1, got {list(steps)}")
-        if len(set(steps)) < len(steps):
-            raise ValueError(f"resample_steps lists a step twice: {list(steps)}")
-        return steps
 
     def unreachable_resample_steps(self) -> list[int]:
         """Fixed resample steps at or past ``max_steps``: no schedule resamples after the last
@@ -190,7 +202,7 @@ class RunConfig(Frozen):
     """Run only the first max_tasks tasks of the split (None = all)."""
     task_ids: tuple[str, ...] | None = None
     """Explicit task ids (overrides split/max_tasks)."""
-    seeds: tuple[int, ...] = (0,)
+    seeds: Seeds = (0,)
     """Run seeds; each (method, seed) is one results file."""
     max_concurrent_tasks: int = Field(4, ge=1)
     """Tasks in flight at once."""
@@ -210,29 +222,17 @@ class RunConfig(Frozen):
         if isinstance(ids, list | tuple):
             if not ids:  # never "every task of the split": leave task_ids out for that
                 raise ValueError("no task ids given (leave task_ids out to run the split)")
-            return tuple(str(t) if isinstance(t, int) and not isinstance(t, bool) else t
-                         for t in ids)
+            ids = tuple(str(t) if isinstance(t, int) and not isinstance(t, bool) else t
+                        for t in ids)
+            _distinct(ids)  # a task twice would run twice and count twice
         return ids
-
-    @field_validator("seeds")
-    @classmethod
-    def _distinct_natural_seeds(cls, seeds: tuple[int, ...]) -> tuple[int, ...]:
-        if not seeds:
-            raise ValueError("no seeds given")
-        if any(s < 0 for s in seeds):  # numpy's generators take no negative seed
-            raise ValueError(f"seeds must be >= 0, got {list(seeds)}")
-        if len(set(seeds)) < len(seeds):  # one results file per (method, seed)
-            raise ValueError(f"a seed is given twice: {list(seeds)}")
-        return seeds
 
     @field_validator("methods")
     @classmethod
     def _some_distinct_methods(cls, methods: tuple[str, ...]) -> tuple[str, ...]:
         if not methods:
             raise ValueError("no methods given")
-        if len(set(methods)) < len(methods):  # one results file per (method, seed)
-            raise ValueError(f"a method is given twice: {list(methods)}")
-        return methods
+        return _distinct(methods)
 
     @model_validator(mode="before")
     @classmethod

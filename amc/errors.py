@@ -62,10 +62,14 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 
 
 def format_validation_error(err: ValidationError, where: str, root: str = "<root>") -> str:
-    """``bad <where>: a.b: msg; c: msg`` from a pydantic error (one line, every field)."""
-    msgs = "; ".join(f"{'.'.join(map(str, e['loc'])) or root}: "
-                     f"{e['msg'].removeprefix('Value error, ')}" for e in err.errors())
-    return f"bad {where}: {msgs}"
+    """``bad <where>: a.b: msg; c: msg`` from a pydantic error (one line, every field; no
+    ``bad <where>:`` when ``where`` is empty, so the line starts with the key). A message that
+    names its own key (``a.b.c: ...`` under ``a.b``) is not prefixed twice."""
+    msgs = []
+    for e in err.errors():
+        loc, msg = ".".join(map(str, e["loc"])) or root, e["msg"].removeprefix("Value error, ")
+        msgs.append(msg if msg.startswith(f"{loc}.") else f"{loc}: {msg}")
+    return f"bad {where}: {'; '.join(msgs)}" if where else "; ".join(msgs)
 
 
 def user_message(err: BaseException) -> str:
@@ -74,6 +78,8 @@ def user_message(err: BaseException) -> str:
         return str(err.args[0])
     if isinstance(err, yaml.YAMLError):
         return "invalid YAML: " + " ".join(str(err).split())
+    if isinstance(err, ValidationError):  # a model built in code: one line, never pydantic's
+        return format_validation_error(err, err.title)
     return str(err)
 
 

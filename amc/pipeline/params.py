@@ -24,21 +24,25 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from amc.config import (
+    Distinct,
     EnvConfig,
     Frozen,
     PriorConfig,
+    Seeds,
     SMCConfig,
+    Steps,
     ValueConfig,
     apply_overrides,
     load_yaml,
     validate,
 )
-from amc.pipeline.promote_params import PromoteParams
+from amc.errors import user_message
+from amc.pipeline.promote_params import DriftParams, PromoteParams
 from amc.value.ranking import ObjectiveConfig
 
 PARAMS_FILE = Path("params.yaml")
@@ -54,7 +58,7 @@ class CollectParams(Frozen):
     """Only the first max_tasks tasks of the split (None = all)."""
     rollouts: int = Field(8, ge=1)
     """G, independent prior rollouts per task."""
-    seeds: tuple[int, ...] = (0,)
+    seeds: Seeds = (0,)
     """Run seeds; each seed adds G more rollouts per task."""
     max_concurrent_tasks: int = Field(4, ge=1)
     """Tasks in flight at once."""
@@ -133,15 +137,16 @@ class EvaluateParams(Frozen):
     """Paired blocks: run seed by seed, this many tasks at a time, every method on a block
     before the next, so an evaluation stopped midway leaves paired results (None: method by
     method over all tasks, the runner's order)."""
-    methods: tuple[Literal["react", "bon", "smc", "amc"], ...] = ("react", "bon", "smc", "amc")
+    methods: Annotated[tuple[Literal["react", "bon", "smc", "amc"], ...], Distinct,
+                       Field(min_length=1)] = ("react", "bon", "smc", "amc")
     """react (N=1), bon (Best-of-N), smc (zero-shot value), amc (SMC + learned challenger)."""
-    n_grid: tuple[int, ...] = (2, 4, 8)
+    n_grid: Annotated[Steps, Distinct] = (2, 4, 8)
     """Particle counts N of bon/smc/amc (react always has N=1)."""
-    seeds: tuple[int, ...] = (0, 1)
+    seeds: Seeds = (0, 1)
     """Run seeds; every method runs every seed on the same tasks."""
     zero_shot_value: ValueConfig = ValueConfig(name="none")
     """Value of the plain smc method (none = reward-so-far twist; zero-shot = LLM judge)."""
-    smc_n_grid: tuple[int, ...] | None = None
+    smc_n_grid: Annotated[Steps, Distinct] | None = None
     """N values of the plain smc method (None = every N of n_grid; e.g. [15] for zero-shot)."""
     learned_value: str = "learned"
     """Value registry name that loads a model URI (option model_uri) for amc/champion."""
@@ -163,6 +168,11 @@ class EvaluateParams(Frozen):
 
     @model_validator(mode="after")
     def _smc_n_in_grid(self) -> EvaluateParams:
+        for key, grid, kinds in (("n_grid", self.n_grid, {"bon", "smc", "amc"}),
+                                 ("smc_n_grid", self.smc_n_grid, {"smc"})):
+            if grid == () and kinds & set(self.methods):  # the method would silently not run
+                raise ValueError(f"evaluate.{key}: empty, so {sorted(kinds & set(self.methods))}"
+                                 " of evaluate.methods would not run: list an N")
         extra = sorted(set(self.smc_n_grid or ()) - set(self.n_grid))
         if extra:
             raise ValueError(f"evaluate.smc_n_grid {extra} not in evaluate.n_grid "
@@ -171,41 +181,6 @@ class EvaluateParams(Frozen):
             raise ValueError(f"evaluate.selection_value {self.selection_value!r} needs method "
                              "amc in evaluate.methods (it loads the learned value)")
         return self
-
-
-class DriftParams(Frozen):
-    """``drift``: the champion on fresh rollouts of the current prior vs its promotion record."""
-
-    enabled: bool = True
-    """Run the monitor in the scheduled evaluation (when a champion is registered)."""
-    rollouts: int = Field(4, ge=1)
-    """G fresh prior rollouts per task (method bon@G) for the calibration check."""
-    seed_base: int = Field(100_000, ge=0)
-    """Check k runs seeds seed_base + k * seeds_per_check ...: never an evaluation's seeds."""
-    seeds_per_check: int = Field(1, ge=1)
-    """Fresh seeds per check (each adds G rollouts and one champion run per task)."""
-    max_calibration_increase: float = Field(0.1, ge=0)
-    """Drift when the champion's calibration error (MAE) grew by more than this since
-    promotion (reward units)."""
-    max_bias_shift: float = Field(0.05, ge=0)
-    """Drift when the magnitude of the bias (mean predicted - realised future reward) grew by
-    more than this since promotion (|now| - |then|; a bias moving toward 0 never flags)."""
-    max_success_drop: float = Field(0.2, ge=0)
-    """Drift when the champion's success fell by more than this since promotion."""
-    max_gain_drop: float = Field(0.1, ge=0)
-    """Drift when the champion's AMC gain over Best-of-N (success of smc@N+champion minus
-    bon@N on the check's fresh seeds) fell by more than this below its gain at promotion
-    (tag ``baseline.gain``; success units)."""
-    level: float | None = Field(0.05, gt=0, lt=1)
-    """False-alarm level of one check on an unchanged prior: a worsening past its threshold
-    flags only when it also exceeds z standard errors of the change (z at level / 4, one-sided:
-    four criteria); None: the point thresholds alone."""
-    calibration_states: int = Field(200, ge=10)
-    """At most this many (state, realised future reward) pairs per check."""
-    trigger: str | None = "amc-retrain-and-promote/retrain-and-promote"
-    """Prefect deployment run on drift (flow/deployment name; None: only mark the drift)."""
-    out_dir: Path = Path("data/drift")
-    """Checks: check-<k>/ results and drift.json, plus history.jsonl (one line per check)."""
 
 
 class ReportParams(Frozen):
@@ -323,31 +298,36 @@ def load_params(path: str | Path = PARAMS_FILE, overrides: Sequence[str] = ()
                 ) -> PipelineParams:
     """The pipeline sections of a params file (+ ``key=value`` overrides), validated.
 
-    Component options are checked too, so a stage fails here, before touching any output.
+    Component options are checked too, so a stage fails here, before touching any output; an
+    error starts with the key to fix (``collect.seeds: ...``, ``prior.options: ...``).
     Overrides outside ``flows.`` isolate the run (:func:`isolate`).
     """
     data = apply_overrides(load_yaml(path), overrides)
-    p = validate(PipelineParams, {k: v for k, v in data.items() if k in _SECTIONS}, f"{path}")
+    p = validate(PipelineParams, {k: v for k, v in data.items() if k in _SECTIONS}, "")
     check_components(p)
     tag = overrides_tag(overrides)
     return isolate(p, tag) if tag else p
 
 
 def check_components(p: PipelineParams) -> None:
-    """Validate env, prior and zero-shot value options against their registered models."""
-    from amc.registry import ENVIRONMENTS, PRIORS, VALUES
+    """Validate env, prior and zero-shot value options against their registered models (an
+    error names the key: ``prior.name: unknown prior ...``, ``prior.options: ...``)."""
+    from amc.registry import ENVIRONMENTS, PRIORS, VALUES, UnknownNameError
 
-    ENVIRONMENTS.validate(p.env.name, p.env.options)
-    PRIORS.validate(p.prior.name, p.prior.options)
-    VALUES.validate(p.evaluate.zero_shot_value.name, p.evaluate.zero_shot_value.options)
+    for key, reg, c in (("env", ENVIRONMENTS, p.env), ("prior", PRIORS, p.prior),
+                        ("evaluate.zero_shot_value", VALUES, p.evaluate.zero_shot_value)):
+        try:
+            reg.validate(c.name, c.options)
+        except (UnknownNameError, ValueError) as err:
+            part = "name" if isinstance(err, UnknownNameError) else "options"
+            raise ValueError(f"{key}.{part}: {user_message(err)}") from None
 
 
 def overrides_tag(overrides: Sequence[str]) -> str | None:
     """``overrides-<8 hex>`` for overrides that change results (None: none, or flows.* only)."""
     relevant = sorted(o.strip() for o in overrides if not o.strip().startswith("flows."))
-    if not relevant:
-        return None
-    return "overrides-" + hashlib.sha256(json.dumps(relevant).encode()).hexdigest()[:8]
+    digest = hashlib.sha256(json.dumps(relevant).encode()).hexdigest()[:8]
+    return f"overrides-{digest}" if relevant else None
 
 
 def isolate(p: PipelineParams, tag: str) -> PipelineParams:
@@ -379,7 +359,7 @@ def stage_main(run: Any, argv: Sequence[str] | None = None) -> None:
     """Entry of ``python -m amc.pipeline.<stage> [params.yaml]``: load, run, one-line errors."""
     import sys
 
-    from amc.errors import USER_ERRORS, user_message
+    from amc.errors import USER_ERRORS
 
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) > 1 or (args and args[0].startswith("-")):

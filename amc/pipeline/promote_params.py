@@ -1,7 +1,9 @@
-"""Typed ``promote`` section of ``params.yaml``: the promotion gate's settings.
+"""Typed ``promote`` and ``drift`` sections of ``params.yaml``: the promotion gate's settings
+and those of the drift check of the champion it promoted.
 
-Read by :mod:`amc.pipeline.promote` (statistics in :mod:`amc.pipeline.gate_stats`) and part of
-:class:`amc.pipeline.params.PipelineParams`; kept apart so the params module stays small.
+Read by :mod:`amc.pipeline.promote` (statistics in :mod:`amc.pipeline.gate_stats`) and the
+drift monitor (:mod:`amc.monitor.drift`); part of :class:`amc.pipeline.params.PipelineParams`,
+kept apart so the params module stays small.
 """
 
 from __future__ import annotations
@@ -98,3 +100,38 @@ class PromoteParams(Frozen):
     """Where the decision and its evidence (reason, versions, paired statistics) are written."""
     metrics_file: Path = Path("metrics/promotion.json")
     """The decision as numbers: promoted, tested, delta, p (a small, flat DVC metrics file)."""
+
+
+class DriftParams(Frozen):
+    """``drift``: the champion on fresh rollouts of the current prior vs its promotion record."""
+
+    enabled: bool = True
+    """Run the monitor in the scheduled evaluation (when a champion is registered)."""
+    rollouts: int = Field(4, ge=1)
+    """G fresh prior rollouts per task (method bon@G) for the calibration check."""
+    seed_base: int = Field(100_000, ge=0)
+    """Check k runs seeds seed_base + k * seeds_per_check ...: never an evaluation's seeds."""
+    seeds_per_check: int = Field(1, ge=1)
+    """Fresh seeds per check (each adds G rollouts and one champion run per task)."""
+    max_calibration_increase: float = Field(0.1, ge=0)
+    """Drift when the champion's calibration error (MAE) grew by more than this since
+    promotion (reward units)."""
+    max_bias_shift: float = Field(0.05, ge=0)
+    """Drift when the magnitude of the bias (mean predicted - realised future reward) grew by
+    more than this since promotion (|now| - |then|; a bias moving toward 0 never flags)."""
+    max_success_drop: float = Field(0.2, ge=0)
+    """Drift when the champion's success fell by more than this since promotion."""
+    max_gain_drop: float = Field(0.1, ge=0)
+    """Drift when the champion's AMC gain over Best-of-N (success of smc@N+champion minus
+    bon@N on the check's fresh seeds) fell by more than this below its gain at promotion
+    (tag ``baseline.gain``; success units)."""
+    level: float | None = Field(0.05, gt=0, lt=1)
+    """False-alarm level of one check on an unchanged prior: a worsening past its threshold
+    flags only when it also exceeds z standard errors of the change (z at level / 4, one-sided:
+    four criteria); None: the point thresholds alone."""
+    calibration_states: int = Field(200, ge=10)
+    """At most this many (state, realised future reward) pairs per check."""
+    trigger: str | None = "amc-retrain-and-promote/retrain-and-promote"
+    """Prefect deployment run on drift (flow/deployment name; None: only mark the drift)."""
+    out_dir: Path = Path("data/drift")
+    """Checks: check-<k>/ results and drift.json, plus history.jsonl (one line per check)."""

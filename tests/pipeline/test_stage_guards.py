@@ -40,7 +40,7 @@ def test_invalid_config_fails_before_stale_outputs_are_deleted(workdir: Path) ->
     assert f.read_bytes() == body  # the old code deleted it, then failed
     proc = subprocess.run([sys.executable, "-m", "amc.pipeline.collect"], capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
-    assert proc.returncode == 2 and proc.stderr.startswith("error: bad options")
+    assert proc.returncode == 2 and proc.stderr.startswith("error: env.options: bad options")
     assert f.read_bytes() == body
 
 
