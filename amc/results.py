@@ -83,6 +83,30 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
         yield rec
 
 
+def iter_task_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, record)`` of a results file, one record per task: a task recorded
+    twice (the same line again, or a conflicting one) is a ``ValueError`` naming
+    ``file:line`` of the second, so no reader counts a task twice or keeps one of two
+    different answers silently. Lines without ``task_id`` are passed through."""
+    first: dict[str, tuple[int, dict[str, Any]]] = {}
+    for line, rec in iter_jsonl(path):
+        if "task_id" in rec:
+            tid = str(rec["task_id"])
+            if tid in first:
+                k, seen = first[tid]
+                how = "again" if seen == rec else "with a different result"
+                raise ValueError(f"{path}:{line}: task {tid!r} is recorded twice (line {k}, "
+                                 f"then {how}); {DAMAGED}")
+            first[tid] = (line, rec)
+        yield line, rec
+
+
+def read_task_records(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Records of a results file, refusing a task recorded twice (:func:`iter_task_records`)."""
+    for _, rec in iter_task_records(path):
+        yield rec
+
+
 def repair_tail(path: str | Path) -> None:
     """Drop a torn last line left by a crash, so appends start on a fresh line."""
     p = Path(path)

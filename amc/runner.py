@@ -46,7 +46,7 @@ from amc.results import (
     append_jsonl,
     check_writable,
     failures_path,
-    iter_jsonl,
+    iter_task_records,
     lock_outputs,
     repair_tail,
     results_path,
@@ -216,7 +216,7 @@ async def refresh_selection(path: Path, run_hash: str, sample: str,
     if not path.is_file():
         return 0
     repair_tail(path)
-    recs = [rec for _, rec in iter_jsonl(path)]
+    recs = [rec for _, rec in iter_task_records(path)]
     if not recs or recs[0].get("config_hash") == run_hash \
             or any(r.get("sample_hash") != sample for r in recs):
         return 0
@@ -230,7 +230,7 @@ async def refresh_selection(path: Path, run_hash: str, sample: str,
 
 
 def load_done(path: Path, run_hash: str, sample: str | None = None) -> dict[str, TaskResult]:
-    """Finished tasks of a results file (resume); a bad line is an error naming file:line.
+    """Finished tasks of a results file (resume); a bad line or a repeated task: file:line.
 
     Records of failed tasks (written by older versions) are dropped from the file, so the
     task reruns and is never counted twice.
@@ -238,7 +238,7 @@ def load_done(path: Path, run_hash: str, sample: str | None = None) -> dict[str,
     repair_tail(path)
     done: dict[str, TaskResult] = {}
     stale = False
-    for line, rec in iter_jsonl(path):
+    for line, rec in iter_task_records(path):
         if rec.get("config_hash") != run_hash:
             raise ValueError(f"{path} holds results of a different configuration; "
                              "use another out_dir or delete the file")

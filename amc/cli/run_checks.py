@@ -25,7 +25,7 @@ from amc.errors import LimitExceeded, ServiceUnavailable, user_message
 from amc.priors.cache import cache_problem, default_cache_dir
 from amc.protocols import BoundedEpisodes
 from amc.registry import ENVIRONMENTS, PRIORS, VALUES
-from amc.results import failures_path, folder_problem, iter_jsonl, results_path
+from amc.results import failures_path, folder_problem, iter_task_records, results_path
 from amc.run_hash import selection_config
 from amc.runner import check_limits, resolve_methods, task_list
 from amc.tracking import tracking_uri
@@ -124,13 +124,14 @@ def check_out(out: Path) -> None:
 
 def check_resumable(cfg: RunConfig) -> None:
     """Every (method, seed) results and failures file already in ``--out`` reads cleanly (a
-    damaged one is named with what to do, before any other unit runs)."""
+    damaged one, or one recording a task twice, is named with what to do, before any other
+    unit runs)."""
     for m in resolve_methods(cfg):
         for seed in cfg.seeds:
             for path in (results_path(cfg.out_dir, m.name, seed),
                          failures_path(cfg.out_dir, m.name, seed)):
                 try:
-                    for _ in iter_jsonl(path):
+                    for _ in iter_task_records(path):
                         pass
                 except (ValueError, OSError) as err:
                     raise FlagError("--out", err) from None

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from amc.results import read_jsonl
+from amc.results import read_task_records
 from amc.stats import PairedDifference, paired_difference, task_mean_se
 
 
@@ -150,12 +150,13 @@ def calibrate(records: Iterable[Mapping[str, Any]], *, k_lo: int = 4, k_hi: int 
 
 
 def read_results(results_dir: Path) -> list[dict[str, Any]]:
-    """Every task record of the ``*.jsonl`` results files in a folder (failures files skipped)."""
+    """Every task record of the ``*.jsonl`` results files in a folder (failures files skipped;
+    a task recorded twice in a file is refused, naming file:line: it would count twice)."""
     files = sorted(p for p in Path(results_dir).glob("*.jsonl")
                    if not p.name.endswith(".failures.jsonl"))
     if not files:
         raise FileNotFoundError(f"no results files (*.jsonl) in {results_dir}")
-    return [rec for f in files for rec in read_jsonl(f)]
+    return [rec for f in files for rec in read_task_records(f)]
 
 
 def format_calibration(c: Calibration) -> str:

@@ -3,7 +3,8 @@ metrics each stage writes for DVC.
 
 Every DVC stage (``collect``, ``dataset``, ``train``, ``evaluate``, ``promote``, ``report``)
 imports what it reads of another stage's outputs from here -- never the other stage: the
-collect manifest's name, stale results files of a changed configuration, the dataset's
+collect manifest's name and the tasks the collect section selects (held-out sets left out),
+stale results files of a changed configuration, the dataset's
 ``source.json``, the evaluation plan, record and results,
 and the registry alias lookup.
 
@@ -36,13 +37,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from amc.config import RunConfig, config_hash
+from amc.envs.benchmarks import get_benchmark
 from amc.pipeline.params import PipelineParams
-from amc.results import read_jsonl, results_path
+from amc.results import read_jsonl, read_task_records, results_path
 from amc.run_hash import _method_run_config, sample_hash
 from amc.runner import resolve_methods
 from amc.smc.records import TaskResult
@@ -60,6 +62,49 @@ def source(dataset_dir: Path) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: rebuild the dataset with the dataset stage")
     return json.loads(path.read_text())
+
+
+def task_identity(env: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options that decide what a task id means (the benchmark record's ``task_identity``):
+    two configurations with the same identity name the same tasks by the same ids."""
+    return {k: (None if options.get(k) is None else str(options.get(k)))
+            for k in get_benchmark(env).task_identity}
+
+
+def excluded_tasks(env: str, options: Mapping[str, Any], files: Sequence[Path]) -> set[str]:
+    """Task ids the held-out sets of ``files`` reserve for this environment: each file is JSON
+    with ``tasks``; one that names ``env`` (``name``, and ``identity`` as
+    :func:`task_identity` gives it) reserves them only for that environment and identity."""
+    out: set[str] = set()
+    for f in files:
+        try:
+            held = json.loads(Path(f).read_text())
+            tasks, scope = held["tasks"], held.get("env")
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"collect.exclude_tasks_files: {f}: not a held-out task set "
+                             f"(JSON with 'tasks'): {err}") from err
+        if scope is None or (scope.get("name") == env
+                             and scope.get("identity") == task_identity(env, options)):
+            out.update(str(t) for t in tasks)
+    return out
+
+
+def collect_tasks(p: PipelineParams) -> list[str]:
+    """The task ids the ``collect`` section selects now: the split, less the tasks of the
+    held-out sets (:func:`excluded_tasks`), then ``max_tasks``. The dataset stage keeps exactly
+    these, whatever an older collection left in its files."""
+    from amc.registry import ENVIRONMENTS
+
+    c = p.collect
+    valid = ENVIRONMENTS.validate(p.env.name, p.env.options)
+    opts = {} if valid is None else valid.model_dump(mode="json")
+    excluded = excluded_tasks(p.env.name, opts, c.exclude_tasks_files)
+    suite = ENVIRONMENTS.build(p.env.name, p.env.options)
+    try:
+        ids = [t for t in suite.task_ids(c.split) if t not in excluded]
+    finally:
+        suite.close()
+    return ids[: c.max_tasks] if c.max_tasks else ids
 
 
 def resolve_alias(name: str, alias: str, uri: str | None = None) -> str | None:
@@ -100,15 +145,16 @@ def load_record(p: PipelineParams) -> dict[str, Any]:
 
 
 def load_results(p: PipelineParams, pl: dict[str, Any]) -> dict[str, list[TaskResult]]:
-    """Results keyed ``spec#seed`` (only the plan's tasks, in plan order, first record wins)."""
+    """Results keyed ``spec#seed`` (only the plan's tasks, in plan order); a task recorded
+    twice in a file is refused, naming file:line."""
     out: dict[str, list[TaskResult]] = {}
     wanted = set(pl["tasks"])
     for m in pl["methods"]:
         for seed in pl["seeds"]:
             recs: dict[str, TaskResult] = {}
-            for d in read_jsonl(results_path(p.evaluate.out_dir, m["spec"], seed)):
+            for d in read_task_records(results_path(p.evaluate.out_dir, m["spec"], seed)):
                 if str(d["task_id"]) in wanted:
-                    recs.setdefault(str(d["task_id"]), TaskResult.from_dict(d))
+                    recs[str(d["task_id"])] = TaskResult.from_dict(d)
             out[f"{m['spec']}#{seed}"] = [recs[t] for t in pl["tasks"] if t in recs]
     return out
 

@@ -24,18 +24,21 @@ they are left out of the split before ``max_tasks`` applies (:func:`allowed_task
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from amc.config import RunConfig, config_hash
-from amc.envs.benchmarks import get_benchmark
 from amc.pipeline import rounds
-from amc.pipeline.artifacts import MANIFEST, drop_stale
+from amc.pipeline.artifacts import (  # task_identity: re-exported, callers name it here
+    MANIFEST,
+    drop_stale,
+    excluded_tasks,
+    task_identity,  # noqa: F401
+)
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, check_components, stage_main
 from amc.registry import ENVIRONMENTS
@@ -68,31 +71,6 @@ def run_config(p: PipelineParams, out_dir: Path | None = None,
         task_ids=tuple(task_ids) if task_ids is not None else None, seeds=c.seeds,
         max_concurrent_tasks=c.max_concurrent_tasks,
         max_concurrent_particles=c.max_concurrent_particles, out_dir=out_dir or c.out_dir)
-
-
-def task_identity(env: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options that decide what a task id means (the benchmark record's ``task_identity``):
-    two configurations with the same identity name the same tasks by the same ids."""
-    return {k: (None if options.get(k) is None else str(options.get(k)))
-            for k in get_benchmark(env).task_identity}
-
-
-def excluded_tasks(env: str, options: Mapping[str, Any], files: Sequence[Path]) -> set[str]:
-    """Task ids the held-out sets of ``files`` reserve for this environment: each file is JSON
-    with ``tasks``; one that names ``env`` (``name``, and ``identity`` as
-    :func:`task_identity` gives it) reserves them only for that environment and identity."""
-    out: set[str] = set()
-    for f in files:
-        try:
-            held = json.loads(Path(f).read_text())
-            tasks, scope = held["tasks"], held.get("env")
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ValueError(f"collect.exclude_tasks_files: {f}: not a held-out task set "
-                             f"(JSON with 'tasks'): {err}") from err
-        if scope is None or (scope.get("name") == env
-                             and scope.get("identity") == task_identity(env, options)):
-            out.update(str(t) for t in tasks)
-    return out
 
 
 def allowed_tasks(p: PipelineParams) -> list[str] | None:

@@ -7,6 +7,13 @@ task leaks across. The dataset directory also gets ``source.json``: the environm
 that produced the rollouts, so that training can refuse a dataset of another benchmark
 (trajectories of one environment must never train the model registered for another) and, with
 rounds, the round it belongs to and the rounds it was built from (``rounds.window``).
+
+The dataset applies the ``collect`` section as it is now, whatever the collection's files hold
+(:func:`current_histories`): a task a held-out set reserves since the collection
+(``collect.exclude_tasks_files``) or one past a smaller ``collect.max_tasks`` is left out and
+said so (the stage line, ``source.json``'s ``left_out``); a task the section selects that the
+collection lacks is refused (rerun collect). A task recorded twice in a file is refused with
+``file:line`` (:func:`amc.value.data.read_trajectories`).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from amc.pipeline import rounds
-from amc.pipeline.artifacts import MANIFEST, SOURCE
+from amc.pipeline.artifacts import MANIFEST, SOURCE, collect_tasks
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, stage_main
 
@@ -58,6 +65,24 @@ def _manifest_files(p: PipelineParams, src: Path) -> tuple[dict[str, Any], list[
     return manifest, [src / name for name in manifest["files"]]
 
 
+def current_histories(p: PipelineParams, files: list[Path]) -> tuple[list[Any], list[str]]:
+    """(the trajectories of the tasks the collect section selects now, the collected tasks
+    left out); a selected task the collection lacks is a ``ValueError`` naming the key."""
+    from amc.value.data import read_trajectories
+
+    histories = read_trajectories([str(f) for f in files])
+    want = collect_tasks(p)
+    have = {h.task_id for h in histories}
+    missing = [t for t in want if t not in have]
+    if missing:
+        raise ValueError(f"collect: the collection in {p.collect.out_dir} lacks "
+                         f"{len(missing)} task(s) the section selects now (e.g. {missing[0]!r}; "
+                         "collect.split, collect.max_tasks or collect.exclude_tasks_files "
+                         "changed since it ran): rerun collect")
+    keep = set(want)
+    return [h for h in histories if h.task_id in keep], sorted(have - keep)
+
+
 def options(p: PipelineParams) -> Any:
     """The :class:`~amc.value.data.DatasetOptions` of the ``dataset`` section."""
     from amc.value.data import DatasetOptions
@@ -73,18 +98,21 @@ def run(p: PipelineParams) -> dict[str, Any]:
     """The stage: build the dataset, write ``source.json``, record ``amc-dataset``; the card."""
     import mlflow
 
-    from amc.value.data import build_dataset, read_trajectories
+    from amc.value.data import build_dataset
 
     started = time.time()
     manifest, files = collected_files(p)
     opts = options(p)  # before writing: a bad section must not leave a half-written dataset
+    histories, left_out = current_histories(p, files)
     out = p.dataset.out_dir
     before = json.loads((out / SOURCE).read_text()) if (out / SOURCE).is_file() else {}
-    card = build_dataset(read_trajectories([str(f) for f in files]), out, opts)
+    card = build_dataset(histories, out, opts)
     source = {"env": manifest["env"], "prior": manifest["prior"], "split": manifest["split"],
               "records": manifest["records"], "content_hash": card["content_hash"],
-              "round": manifest.get("round"), "rounds": manifest.get("rounds")}
+              "round": manifest.get("round"), "rounds": manifest.get("rounds"),
+              "left_out": left_out}
     (out / SOURCE).write_text(json.dumps(source, indent=2) + "\n")
+    card = {**card, "left_out": left_out}
     if before == source:  # the same rows from the same rollouts: no new dataset version
         return {**card, "unchanged": True}
     r = source["round"]
@@ -109,7 +137,11 @@ def line(card: dict[str, Any]) -> str:
     """The stage's one-line result on the console."""
     rows = ", ".join(f"{k} {s['rows']}" for k, s in card["splits"].items())
     what = "unchanged, no new version" if card.get("unchanged") else "new version"
-    return f"dataset {card['content_hash'][:8]} ({what}): rows {rows}"
+    left = card.get("left_out") or []
+    note = (f"; left out {len(left)} collected task(s) the collect section no longer selects "
+            f"(collect.exclude_tasks_files, collect.max_tasks): {', '.join(left[:10])}"
+            f"{' ...' if len(left) > 10 else ''}") if left else ""
+    return f"dataset {card['content_hash'][:8]} ({what}): rows {rows}{note}"
 
 
 if __name__ == "__main__":  # the DVC stage's cmd

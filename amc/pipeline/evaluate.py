@@ -92,8 +92,10 @@ def method_specs(p: PipelineParams, with_champion: bool) -> list[tuple[str, str,
 
 
 def plan(p: PipelineParams) -> dict[str, Any]:
-    """Mark the record ``running`` (:func:`mark_running`), then resolve tasks, model versions
-    and methods; write ``plan.json``; return the plan."""
+    """Resolve the tasks (a bad declared set is refused before anything is written), mark the
+    record ``running`` (:func:`mark_running`), then resolve model versions and methods; write
+    ``plan.json``; return the plan."""
+    tasks = plan_tasks(p)
     mark_running(p)
     e = p.evaluate
     models: dict[str, Any] = {"name": None, "challenger": None, "champion": None}
@@ -113,29 +115,43 @@ def plan(p: PipelineParams) -> dict[str, Any]:
             else None
         if champ is not None and champ != models["challenger"]["version"]:
             models["champion"] = {"version": champ, "uri": f"models:/{name}/{champ}"}
-    suite = ENVIRONMENTS.build(p.env.name, p.env.options)
-    try:
-        tasks = task_list(RunConfig(env=p.env, split=e.split, max_tasks=e.max_tasks), suite) \
-            if e.tasks_file is None else declared_tasks(e.tasks_file)
-    finally:
-        suite.close()
-    if not tasks:
-        raise ValueError(f"no tasks in split {e.split!r} of {p.env.name}")
     specs = method_specs(p, models["champion"] is not None)
     out = {"tasks": tasks, "seeds": list(e.seeds), "n_grid": list(e.n_grid), "models": models,
+           "requested": list(e.methods),
            "methods": [{"spec": s, "role": r, "n": n} for s, r, n in specs]}
     write_json_atomic(e.out_dir / PLAN, out)
     return out
 
 
-def declared_tasks(path: Path) -> list[str]:
-    """The task ids of a declared test set (clear error when the file is not one)."""
+def plan_tasks(p: PipelineParams) -> list[str]:
+    """The evaluation's tasks: the declared set, else the split (after max_tasks)."""
+    e = p.evaluate
+    if e.tasks_file is not None:
+        return declared_tasks(e.tasks_file)
+    suite = ENVIRONMENTS.build(p.env.name, p.env.options)
     try:
-        tasks = json.loads(Path(path).read_text())["tasks"]
+        tasks = task_list(RunConfig(env=p.env, split=e.split, max_tasks=e.max_tasks), suite)
+    finally:
+        suite.close()
+    if not tasks:
+        raise ValueError(f"evaluate.split: no tasks in split {e.split!r} of {p.env.name}")
+    return tasks
+
+
+def declared_tasks(path: Path) -> list[str]:
+    """The task ids of a declared test set (clear error when the file is not one, is empty or
+    lists a task twice: it would run twice and count twice)."""
+    try:
+        tasks = [str(t) for t in json.loads(Path(path).read_text())["tasks"]]
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"evaluate.tasks_file {path}: not a test-set declaration ({err})"
+        raise ValueError(f"evaluate.tasks_file: {path}: not a test-set declaration ({err})"
                          ) from err
-    return [str(t) for t in tasks]
+    if not tasks:
+        raise ValueError(f"evaluate.tasks_file: {path} lists no task")
+    twice = next((t for k, t in enumerate(tasks) if t in tasks[:k]), None)
+    if twice is not None:
+        raise ValueError(f"evaluate.tasks_file: {path} lists task {twice!r} twice")
+    return tasks
 
 
 def run_config(p: PipelineParams, pl: dict[str, Any], specs: Sequence[str] | None = None,
@@ -230,7 +246,9 @@ def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
     """Check completeness, summarise per method, write the record + metrics; the record."""
     pl = load_plan(p)
     results = load_results(p, pl)
-    problems = []
+    ran = {m["role"] for m in pl["methods"]}
+    problems = [f"{role}: requested in evaluate.methods, but no method of it ran"
+                for role in pl.get("requested", p.evaluate.methods) if role not in ran]
     for key, rs in results.items():
         if len(rs) != len(pl["tasks"]):
             problems.append(f"{key}: {len(rs)} of {len(pl['tasks'])} tasks")

@@ -103,7 +103,7 @@ def load_run_summary(path: Path) -> dict[str, Any]:
     when its results files sit beside it -- the paired differences to Best-of-N (the same
     statistic as the pipeline's report); a resolved copy without them keeps its stored pairs."""
     from amc.reports.paired import paired_to_bon
-    from amc.results import read_jsonl, results_path
+    from amc.results import read_task_records, results_path
     from amc.smc.records import TaskResult
 
     raw = json.loads(path.read_text())
@@ -113,7 +113,7 @@ def load_run_summary(path: Path) -> dict[str, Any]:
     s = upgrade_summary({**raw, "methods": methods})
     methods = s["methods"]
     cfg = s.get("config") or {}
-    results = {f"{name}#{seed}": [TaskResult.from_dict(r) for r in read_jsonl(
+    results = {f"{name}#{seed}": [TaskResult.from_dict(r) for r in read_task_records(
         results_path(path.parent, name, seed))] for name in methods for seed in cfg.get(
         "seeds") or ()}
     if any(results.values()):

@@ -100,11 +100,14 @@ def histories_from_record(record: Mapping[str, Any]) -> list[History]:
 
 
 def read_trajectories(paths: Sequence[str | Path]) -> list[History]:
-    """Histories from JSON-lines files of result records (blank lines skipped)."""
+    """Histories from JSON-lines files of result records (blank lines skipped). A task whose
+    per-task record appears twice in a file is refused, naming ``file:line``: its rollouts
+    would count twice (a bare trajectory per line may repeat a task)."""
     out: list[History] = []
     for p in map(Path, paths):
         if not p.is_file():
             raise FileNotFoundError(f"trajectory file not found: {p}")
+        seen: dict[str, int] = {}
         for n, line in enumerate(p.read_text().splitlines(), 1):
             if not line.strip():
                 continue
@@ -112,6 +115,13 @@ def read_trajectories(paths: Sequence[str | Path]) -> list[History]:
                 rec = json.loads(line)
             except json.JSONDecodeError as err:
                 raise ValueError(f"{p}:{n}: not JSON ({err.msg})") from None
+            if isinstance(rec, dict) and "trajectories" in rec:
+                tid = str(rec.get("task_id"))
+                if tid in seen:
+                    raise ValueError(f"{p}:{n}: task {tid!r} is recorded twice (line "
+                                     f"{seen[tid]}); delete one of the two lines, or collect "
+                                     "again")
+                seen[tid] = n
             out.extend(histories_from_record(rec))
     if not out:
         raise ValueError("no trajectories found in " + ", ".join(map(str, paths)))

@@ -54,6 +54,28 @@ def test_garbage_before_the_first_results_line_is_named_with_what_to_do(cwd, gar
     assert path.read_bytes() == damaged and tree(cwd) == before  # nothing rewritten
 
 
+@pytest.mark.parametrize("conflict", [False, True])
+def test_a_task_recorded_twice_is_refused_on_resume_with_file_and_line(cwd, conflict) -> None:
+    """Issue 64: a second record of a task (the same line again, or a conflicting one) was
+    silently ignored and kept; now the run refuses before any work, naming file:line."""
+    out = cwd / "out"
+    args = ["run", *BASE, "-m", "react", "--out", str(out), "--max-tasks", "2"]
+    assert runner.invoke(app, args).exit_code == 0
+    path = results_path(out, "react", 0)
+    first = path.read_text().splitlines()[0]
+    again = first.replace('"task_id":', '"note":"x","task_id":', 1) if conflict else first
+    damaged = path.read_bytes() + again.encode() + b"\n"
+    path.write_bytes(damaged)
+    before = tree(cwd)
+    r = runner.invoke(app, args)
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    how = "with a different result" if conflict else "again"
+    assert r.exit_code == 2 and len(lines) == 1, r.output
+    assert lines[0].startswith(f"error: --out: {path}:3: task ") and \
+        f"is recorded twice (line 1, then {how})" in lines[0]
+    assert path.read_bytes() == damaged and tree(cwd) == before  # nothing rewritten
+
+
 JUNK = ["", " ", "0", "-1", "1", "2", "3", "1.5", "-0", "nan", "inf", "1e23", ",", "a,b",
         "99999999999999999999999", "x" * 300, "/proc/amc", "/dev/null", "\u2603", "{", "[1",
         "&a [*a, *a]", "#x", "--bogus", "smc@3", "bon@2+exact", "react,bon@2", "smc@1e9",

@@ -121,3 +121,20 @@ def test_a_shorter_budget_counts_only_early_successes():
     assert calibrate(recs, budget=1).pass_1[0] == 0.0
     with pytest.raises(ValueError, match="cannot be calibrated"):
         calibrate(recs, budget=6)
+
+
+@pytest.mark.parametrize("conflict", [False, True])
+def test_a_task_recorded_twice_is_refused_with_file_and_line(tmp_path: Path, conflict: bool):
+    """Issue 64: duplicated lines gave Best-of-8 from 4 distinct rollouts per task."""
+    d = tmp_path / "traj"
+    d.mkdir()
+    lines = [json.dumps(record(f"t{i}", [1.0] + [0.0] * 3)) for i in range(2)]
+    again = json.dumps(record("t0", [0.0] * 4)) if conflict else lines[0]
+    (d / "bon@4__seed0.jsonl").write_text("\n".join([*lines, again]) + "\n")
+    how = "with a different result" if conflict else "again"
+    res = CliRunner().invoke(app, ["calibrate", str(d), "--k-lo", "2", "--k-hi", "4"])
+    assert res.exit_code == 2, res.output
+    assert res.output.strip() == (
+        f"error: {d / 'bon@4__seed0.jsonl'}:3: task 't0' is recorded twice (line 1, then "
+        f"{how}); the file is damaged: delete that line (or move the file away; its tasks "
+        "then rerun) and run again")
