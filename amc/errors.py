@@ -68,7 +68,8 @@ def format_validation_error(err: ValidationError, where: str, root: str = "<root
     msgs = []
     for e in err.errors():
         loc, msg = ".".join(map(str, e["loc"])) or root, e["msg"].removeprefix("Value error, ")
-        msgs.append(msg if msg.startswith(f"{loc}.") else f"{loc}: {msg}")
+        own = msg.startswith(f"{loc}.") or (not e["loc"] and not where)  # names its key
+        msgs.append(msg if own else f"{loc}: {msg}")
     return f"bad {where}: {'; '.join(msgs)}" if where else "; ".join(msgs)
 
 

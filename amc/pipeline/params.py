@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from amc.config import (
     Distinct,
@@ -263,7 +263,17 @@ class PipelineParams(Frozen):
     flows: FlowParams = FlowParams()
     """Prefect flow settings."""
     mlflow_uri: str | None = None
-    """MLflow tracking URI (None: $MLFLOW_TRACKING_URI or sqlite:///mlruns/mlflow.db)."""
+    """MLflow tracking URI (None: $MLFLOW_TRACKING_URI or sqlite:///mlruns/mlflow.db); a
+    database (``sqlite:///...``) or a tracking server (``http(s)://...``): the stages register
+    models, which MLflow's file store cannot."""
+
+    @field_validator("mlflow_uri")
+    @classmethod
+    def _a_store_with_a_registry(cls, uri: str | None) -> str | None:
+        if uri is not None and (uri.startswith("file:") or "://" not in uri):
+            raise ValueError(f"{uri!r} is a file store, which cannot hold the model registry "
+                             "(and MLflow refuses it): use sqlite:///<folder>/mlflow.db")
+        return uri
 
     def model_value(self, uri: str) -> ValueConfig:
         """The ``evaluate.learned_value`` of model ``uri``, whose ``models:/`` URIs resolve in
@@ -280,8 +290,12 @@ class PipelineParams(Frozen):
             # a derived default of a frozen model: set once, here, before anyone reads it
             object.__setattr__(self, "promote", self.promote.model_copy(update={"metric": metric}))
         elif "deployable" in self.promote.metric and self.evaluate.selection_value is None:
-            raise ValueError(f"promote.metric {self.promote.metric} needs "
+            raise ValueError(f"promote.metric: {self.promote.metric} needs "
                              "evaluate.selection_value (otherwise it is not measured)")
+        late = self.smc.unreachable_resample_steps()
+        if late and {"smc", "amc"} & set(self.evaluate.methods):  # refused now, not mid-stage
+            raise ValueError(f"smc.resample_steps: {late} not before smc.max_steps = "
+                             f"{self.smc.max_steps}: evaluate's smc/amc would equal Best-of-N")
         return self
 
 

@@ -284,6 +284,21 @@ def build_model(config: ModelConfig, generator: torch.Generator | None = None,
     return ValueModel(config, backbone, hf_config, generator)
 
 
+def _load_checked(d: Path, where: str, expected: dict[str, torch.Tensor]
+                  ) -> dict[str, torch.Tensor]:
+    """The tensors of ``d/where``, checked against the model's (:func:`_check_keys`); a damaged
+    file (truncated, not safetensors) is a ``ValueError`` naming it, not a traceback."""
+    from safetensors.torch import load_file
+
+    try:
+        got = load_file(str(d / where))
+    except Exception as err:  # SafetensorError, OSError: not the file save wrote
+        raise ValueError(f"{d / where}: not a readable safetensors file ({err}); the model "
+                         "folder is damaged: save or download it again") from None
+    _check_keys(where, expected, got)
+    return got
+
+
 def _check_keys(where: str, expected: dict[str, torch.Tensor],
                 got: dict[str, torch.Tensor]) -> None:
     missing = sorted(set(expected) - set(got))
@@ -300,12 +315,13 @@ def _check_keys(where: str, expected: dict[str, torch.Tensor],
 def load_model(model_dir: str | Path,
                device: str | torch.device = "cpu") -> tuple[ValueModel, Any, dict[str, Any]]:
     """(model in eval mode, tokenizer, saved meta) from a directory written by :meth:`save`."""
-    from safetensors.torch import load_file
     from transformers import AutoConfig, AutoModel
 
     d = Path(model_dir)
     if not (d / CONFIG_FILE).is_file():
         raise FileNotFoundError(f"not a value model directory (no {CONFIG_FILE}): {d}")
+    if not (d / "tokenizer").is_dir():  # else transformers reads the path as a hub repo id
+        raise FileNotFoundError(f"{d} has no tokenizer/ folder: save or download it again")
     meta = json.loads((d / CONFIG_FILE).read_text())
     config = ModelConfig.model_validate(meta["model"])
     if config.quantize != "none" and torch.device(device).type != "cpu":
@@ -319,20 +335,16 @@ def load_model(model_dir: str | Path,
         model = ValueModel(config, AutoModel.from_pretrained(path, **kwargs), hf_config)
         from peft import get_peft_model_state_dict, set_peft_model_state_dict
 
-        adapter = load_file(str(d / ADAPTER_WEIGHTS))
-        _check_keys(ADAPTER_WEIGHTS, get_peft_model_state_dict(model.backbone), adapter)
+        adapter = _load_checked(d, ADAPTER_WEIGHTS, get_peft_model_state_dict(model.backbone))
         set_peft_model_state_dict(model.backbone, adapter)
-        head = load_file(str(d / HEAD_WEIGHTS))
-        _check_keys(HEAD_WEIGHTS, model.head.state_dict(), head)
-        model.head.load_state_dict(head, strict=True)
+        model.head.load_state_dict(_load_checked(d, HEAD_WEIGHTS, model.head.state_dict()),
+                                   strict=True)
     else:
         cfg_dict = dict(meta["backbone_config"])
         model_type = cfg_dict.pop("model_type")
         hf_config = AutoConfig.for_model(model_type, **cfg_dict)
         model = ValueModel(config, AutoModel.from_config(hf_config), hf_config)
-        full = load_file(str(d / FULL_WEIGHTS))
-        _check_keys(FULL_WEIGHTS, model.state_dict(), full)
-        model.load_state_dict(full, strict=True)
+        model.load_state_dict(_load_checked(d, FULL_WEIGHTS, model.state_dict()), strict=True)
     tok = load_tokenizer_for(config, str(d / "tokenizer"))
     return model.to(device).eval(), tok, meta
 

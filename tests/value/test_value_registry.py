@@ -72,3 +72,34 @@ def test_mismatched_head_fails_loudly(trained, tmp_path: Path) -> None:
         load_model(bad)
     with pytest.raises(FileNotFoundError, match="not a value model"):
         load_model(tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["no tokenizer", "truncated weights", "foreign weights"])
+def test_a_damaged_model_folder_is_one_error_line_naming_value(trained, tmp_path: Path,
+                                                               monkeypatch, damage) -> None:
+    """Issue 64: a folder without tokenizer/ said "Repo id must be in the form ..."; a
+    truncated safetensors file ended in a SafetensorError traceback."""
+    from typer.testing import CliRunner
+
+    from amc.cli import app
+
+    bad = tmp_path / "bad"
+    shutil.copytree(trained.model_dir, bad)
+    weights = bad / "model.safetensors"
+    if damage == "no tokenizer":
+        shutil.rmtree(bad / "tokenizer")
+    elif damage == "truncated weights":
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    else:
+        weights.write_bytes(b"\x00" * 64)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AMC_CACHE", str(tmp_path / "cache"))
+    r = CliRunner().invoke(app, ["run", "--env", "synthetic", "--value", str(bad), "-m", "smc",
+                                 "-n", "2", "--steps", "2", "--resample-steps", "1",
+                                 "--max-tasks", "1", "--quiet", "--out", str(tmp_path / "o")])
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert r.exit_code == 2 and len(lines) == 1, r.output
+    why = "has no tokenizer/ folder" if damage == "no tokenizer" else \
+        "model.safetensors: not a readable safetensors file"
+    assert lines[0].startswith("error: --value: ") and why in lines[0], lines[0]
+    assert "Repo id" not in lines[0] and not (tmp_path / "o").exists()
