@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import Field
 
-from amc.config import Frozen, RunConfig, ValueConfig, load_yaml, validate
+from amc.config import Frozen, RunConfig, Seeds, ValueConfig, load_yaml, validate
 from amc.grpo.config import GRPOOptions
 from amc.results import write_json_atomic
 
@@ -51,8 +51,8 @@ class GRPOStageParams(Frozen):
     """Evaluation split (training uses ``train.split``, default train)."""
     max_tasks: int | None = Field(6, ge=1)
     """First K tasks of the evaluation split (None = all)."""
-    seeds: list[int] = Field(default_factory=lambda: [0, 1])
-    """Run seeds of both evaluations (the same for both: a paired design)."""
+    seeds: Seeds = (0, 1)
+    """Run seeds of both evaluations (the same for both: a paired design); none twice."""
     n: int = Field(4, ge=2)
     """Particles of Best-of-N and SMC."""
     max_steps: int = Field(4, ge=1)
@@ -72,9 +72,18 @@ class GRPOStageParams(Frozen):
     """The comparison's rows and the training costs (DVC metrics)."""
 
 
+class _Params(Frozen):
+    """A params file as this stage reads it: its ``grpo`` section (errors say ``grpo.KEY``)."""
+
+    grpo: GRPOStageParams = GRPOStageParams()
+    """The stage's section."""
+
+
 def load_stage_params(path: str | Path = "params.yaml") -> GRPOStageParams:
-    """The ``grpo`` section of a params file (defaults when absent)."""
-    return validate(GRPOStageParams, load_yaml(Path(path)).get("grpo") or {}, f"{path}: grpo")
+    """The ``grpo`` section of a params file (defaults when absent); an error starts with the
+    key (``grpo.seeds: ...``)."""
+    section = load_yaml(Path(path)).get("grpo") or {}
+    return validate(_Params, {"grpo": section}, "").grpo
 
 
 def train_options(sp: GRPOStageParams) -> GRPOOptions:

@@ -64,6 +64,9 @@ def test_bad_section_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "p.yaml").write_text("grpo: {train: {steps: 0}}\n")
     with pytest.raises(ValueError, match="steps"):
         grpo.train_options(grpo.load_stage_params(tmp_path / "p.yaml"))
+    (tmp_path / "p.yaml").write_text("grpo: {seeds: [1, 1]}\n")  # issue 64: both runs twice
+    with pytest.raises(ValueError, match=r"^grpo\.seeds: 1 is given twice"):
+        grpo.load_stage_params(tmp_path / "p.yaml")
 
 
 @pytest.mark.slow
