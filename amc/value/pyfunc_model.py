@@ -16,6 +16,11 @@ inferring a second signature from it (no "Add type hints to predict" warning on 
 Output: a DataFrame with
 ``value`` (clipped into the reward range), ``raw`` and ``status`` per state. The reward range is
 the logged ``model_config["reward_range"]``, else the model's environment default.
+
+A malformed request (no usable column, a ``history`` row that is not JSON or lacks
+``observation0``, a step without ``action``) raises :class:`BadRequest`: the server answers
+HTTP 400 with one line of JSON (``{"error_code": "BAD_REQUEST", "message": ...}``), not a
+stack trace and not MLflow's dump of the whole input.
 """
 
 from __future__ import annotations
@@ -24,7 +29,27 @@ from typing import Any
 
 import mlflow
 import pandas as pd
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import BAD_REQUEST
 from mlflow.pyfunc import PythonModel
+
+
+class BadRequest(MlflowException, ValueError):
+    """A malformed request: served as HTTP 400 with a one-line message. The scoring server
+    rewrites an error's ``message`` to prepend the whole input; this one keeps its own."""
+
+    def __init__(self, err: BaseException) -> None:
+        why = f"missing key {err.args[0]!r}" if isinstance(err, KeyError) else str(err)
+        super().__init__(f"bad request: {' '.join(why.split())}", error_code=BAD_REQUEST)
+
+    @property
+    def message(self) -> str:
+        return self._message
+
+    @message.setter
+    def message(self, value: str) -> None:
+        if not hasattr(self, "_message"):  # set once, by __init__
+            self._message = value
 
 
 def _rows(model_input: Any) -> tuple[str, list[Any]]:
@@ -70,9 +95,12 @@ class ValuePyfunc(PythonModel):
         from amc.value.model import predict_texts
         from amc.value.serve_io import HISTORY_COL, bound_values, history_from_json
 
-        column, rows = _rows(model_input)
-        texts = ([self.renderer(history_from_json(r)) for r in rows] if column == HISTORY_COL
-                 else [str(t) for t in rows])
+        try:
+            column, rows = _rows(model_input)
+            texts = ([self.renderer(history_from_json(r)) for r in rows]
+                     if column == HISTORY_COL else [str(t) for t in rows])
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            raise BadRequest(err) from None
         batch = int((params or {}).get("batch_size", 64))
         raw = predict_texts(self.model, self.tokenizer, texts, batch)
         value, status = bound_values(raw, self.lo, self.hi)

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections import deque
 from collections.abc import Iterator
@@ -275,3 +276,23 @@ async def test_run_with_remote_value_equals_in_process_champion(
         vb = [v for s in b.steps for v in s.values if v is not None]
         assert va and vb == pytest.approx(va, abs=1e-5)
         assert dict(b.metrics) == pytest.approx(dict(a.metrics), abs=1e-9, nan_ok=True)
+
+
+@pytest.mark.parametrize("body", [
+    {"dataframe_records": [{"history": json.dumps({"task_id": "0", "steps": []})}]},
+    {"dataframe_records": [{"history": "not json"}]},
+    {"dataframe_records": [{"history": json.dumps({"observation0": "x", "steps": [{}]})}]},
+    {"dataframe_records": [{"state": "x"}]},
+])
+def test_a_malformed_request_is_a_one_line_json_400_without_a_stack_trace(server, body) -> None:
+    """Issue 64: a row without observation0 was answered 400 with a full Python stack trace."""
+    req = urllib.request.Request(server + "/invocations", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(req, timeout=60)
+    text = info.value.read().decode()
+    assert info.value.code == 400 and len(text.strip().splitlines()) == 1, text
+    answer = json.loads(text)
+    assert answer["error_code"] == "BAD_REQUEST" and "stack_trace" not in answer
+    assert answer["message"].startswith("bad request: ") and "Traceback" not in text
+    assert len(answer["message"]) < 300  # the cause, not a dump of the input
