@@ -45,6 +45,19 @@ def failures_path(out_dir: str | Path, method: str, seed: int) -> Path:
     return res.with_name(res.name.removesuffix(".jsonl") + ".failures.jsonl")
 
 
+TIMING = "timing"
+"""Subfolder of a results folder for wall times: measurements of a run, not of its samples, so
+they stay out of the results lines (whose bytes a rerun reproduces) and out of DVC's hashes
+(``.dvcignore``)."""
+
+
+def timing_path(out_dir: str | Path, method: str, seed: int) -> Path:
+    """The wall-time file of one (method, seed): ``<out_dir>/timing/<results file name>``,
+    one ``{task_id, wall_s}`` line per task as it finishes."""
+    res = results_path(out_dir, method, seed)
+    return res.parent / TIMING / res.name
+
+
 DAMAGED = ("the file is damaged: delete that line (or move the file away; its tasks then "
            "rerun) and run again")
 
@@ -266,6 +279,20 @@ def write_jsonl_atomic(path: str | Path, records: Iterable[dict[str, Any]]) -> N
     """Replace ``path`` with one JSON line per record, atomically."""
     body = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
     write_bytes_atomic(path, mask_json(body).encode())
+
+
+def sort_task_records(path: str | Path, order: Sequence[str]) -> None:
+    """Rewrite a results file (atomically) with its lines in ``order`` of their ``task_id``
+    (ids not in ``order`` last, as they were), so its bytes do not depend on which task
+    finished first; a file already in order is left as it is."""
+    p = Path(path)
+    if not p.is_file():
+        return
+    recs = list(read_jsonl(p))
+    rank = {str(t): i for i, t in enumerate(order)}
+    ordered = sorted(recs, key=lambda r: rank.get(str(r.get("task_id")), len(rank)))
+    if ordered != recs:
+        write_jsonl_atomic(p, ordered)
 
 
 SESSIONS = "sessions.jsonl"

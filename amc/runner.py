@@ -50,6 +50,8 @@ from amc.results import (
     lock_outputs,
     repair_tail,
     results_path,
+    sort_task_records,
+    timing_path,
     write_json_atomic,
     write_jsonl_atomic,
 )
@@ -220,9 +222,8 @@ async def refresh_selection(path: Path, run_hash: str, sample: str,
     if not recs or recs[0].get("config_hash") == run_hash \
             or any(r.get("sample_hash") != sample for r in recs):
         return 0
-    new = [{**(await reselect(TaskResult.from_dict(r), selection, config_hash=run_hash,
-                              success_threshold=success_threshold)).to_dict(),
-            "sample_hash": sample} for r in recs]
+    new = [_record(await reselect(TaskResult.from_dict(r), selection, config_hash=run_hash,
+                                  success_threshold=success_threshold), sample) for r in recs]
     write_jsonl_atomic(path, new)
     print(f"{path.name}: {len(new)} task(s) re-selected, their rollouts reused "
           "(only the selection value changed)", file=sys.stderr, flush=True)
@@ -256,8 +257,11 @@ def load_done(path: Path, run_hash: str, sample: str | None = None) -> dict[str,
 
 
 def _record(res: TaskResult, sample: str | None) -> dict[str, Any]:
-    """A results line: the result and, when known, its sampling hash."""
-    return res.to_dict() if sample is None else {**res.to_dict(), "sample_hash": sample}
+    """A results line: the result and, when known, its sampling hash; never its wall time (a
+    measurement of this run, kept in :func:`~amc.results.timing_path`), so that a rerun with
+    the same seeds writes the same bytes."""
+    rec = {k: v for k, v in res.to_dict().items() if k != "wall_s"}
+    return rec if sample is None else {**rec, "sample_hash": sample}
 
 
 async def run_one_method(
@@ -306,6 +310,8 @@ async def run_one_method(
                 error = " ".join(f"{type(err).__name__}: {err}".split())
         if res is not None and error is None:
             append_jsonl(out_path, _record(res, sample))
+            append_jsonl(timing_path(out_dir, method.name, seed),
+                         {"task_id": task_id, "wall_s": round(float(res.wall_s or 0.0), 3)})
             done[task_id] = res
         else:
             rec = {"task_id": task_id, "method": method.name, "seed": seed,
@@ -319,6 +325,7 @@ async def run_one_method(
         await asyncio.gather(*(one(t) for t in todo))
     finally:
         bar.close()
+    sort_task_records(out_path, tasks)  # lines in task order, whichever finished first
     return [done[t] for t in tasks if t in done], [failed[t] for t in tasks if t in failed]
 
 

@@ -42,7 +42,15 @@ from amc.pipeline.artifacts import (  # task_identity: re-exported, callers name
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, check_components, stage_main
 from amc.registry import ENVIRONMENTS
-from amc.results import read_jsonl, results_path, write_json_atomic, write_jsonl_atomic
+from amc.results import (
+    TIMING,
+    append_jsonl,
+    read_jsonl,
+    results_path,
+    sort_task_records,
+    write_json_atomic,
+    write_jsonl_atomic,
+)
 from amc.run_hash import _method_run_config
 from amc.runner import resolve_methods, run_methods, task_list
 
@@ -163,6 +171,10 @@ def merge_shards(p: PipelineParams) -> CollectResult:
                         recs.setdefault(str(r["task_id"]), r)
             if len(recs) > n_before:  # nothing new: the file (and its DVC hash) stays as is
                 write_jsonl_atomic(dest, list(recs.values()))
+                sort_task_records(dest, all_tasks(p))  # the bytes of an unsharded collect
+            for part in sorted(root.glob(f"*/{TIMING}/{dest.name}")):  # the shards' wall times
+                for r in read_jsonl(part):
+                    append_jsonl(dest.parent / TIMING / dest.name, r)
     shutil.rmtree(root, ignore_errors=True)
     return write_manifest(p)
 

@@ -11,8 +11,9 @@ Two backends serve the same OpenAI-compatible ``/v1/completions``:
   only prefills what its last step appended. ``--swa-full`` keeps Gemma-3's sliding-window
   layers whole, without which a prompt longer than the window (512 tokens) could not be
   reused. Context per slot = ``n_ctx``; the server gets ``n_ctx * parallel`` in all.
-- ``python`` (default until the cpp build is measured): llama-cpp-python's
-  ``python -m llama_cpp.server`` (one slot, requests queue); the benchmark's baseline.
+- ``python`` (default until the cpp build is measured): llama-cpp-python's server (one slot,
+  requests queue; the benchmark's baseline), run as ``python -m amc.priors.llama_app`` so that
+  a completion does not depend on the requests served before it (:mod:`amc.priors.llama_app`).
 
 Lifecycle: the server runs in its own process group; readiness is ``GET /health`` (cpp) or
 ``GET /v1/models`` (python); :meth:`LlamaServer.stop` sends SIGTERM to the group, then SIGKILL.
@@ -146,7 +147,7 @@ class LlamaServer:
         """The server's command line."""
         t = str(self.n_threads)
         if self.backend == "python":
-            cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
+            cmd = [sys.executable, "-m", "amc.priors.llama_app", "--model", str(gguf),
                    "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
                    "--n_threads", t, "--n_threads_batch", t, "--model_alias", self.alias]
             if self.chat_format:

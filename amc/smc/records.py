@@ -11,6 +11,9 @@ A :class:`TaskResult` is written as one JSON line as soon as its task finishes::
      usage: {prompt_tokens, completion_tokens, cached_tokens, calls, retries, cost_usd},
      wall_s, failures: [...]}
 
+The runner's results lines leave ``wall_s`` out (it goes to a timing file beside them), so a
+rerun with the same seeds writes the same bytes; records that carry it still load.
+
 ``trajectories`` holds the final population (``slot`` = its index) plus every finished
 trajectory that resampling later dropped (``slot`` = null): together, the pool every method is
 scored over. ``selection_value`` is what the run's selection value predicted for a
@@ -127,7 +130,8 @@ class TaskResult:
     trajectories: tuple[TrajectoryRecord, ...]
     metrics: Mapping[str, float]
     usage: Usage
-    wall_s: float
+    wall_s: float | None  # seconds the task took; None when read from a results line, which
+    # leaves the wall time out (the runner keeps it beside the results: amc.results.timing_path)
     failures: tuple[Mapping[str, Any], ...] = ()
     observation0: str = ""
     budget: int | None = None  # the step budget (max_steps) the trajectories ran under
@@ -158,7 +162,8 @@ class TaskResult:
             steps=tuple(StepInfo.from_dict(s) for s in d["steps"]),
             trajectories=tuple(TrajectoryRecord.from_dict(r) for r in d["trajectories"]),
             metrics={k: _num(v) for k, v in upgrade_metric_keys(d["metrics"]).items()},
-            usage=Usage.from_dict(d["usage"]), wall_s=float(d["wall_s"]),
+            usage=Usage.from_dict(d["usage"]),
+            wall_s=None if d.get("wall_s") is None else float(d["wall_s"]),
             failures=tuple(d.get("failures", ())), observation0=d.get("observation0", ""),
             budget=None if d.get("budget") is None else int(d["budget"]),
         )

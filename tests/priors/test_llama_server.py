@@ -66,7 +66,7 @@ def test_python_fallback_has_one_slot_and_its_own_command(tmp_path):
     srv = EmbeddedServer("gemma-3-270m", backend="python", port=4321, parallel=15,
                          cache_dir=tmp_path)
     cmd = srv.command(tmp_path / "m.gguf")
-    assert cmd[:3] == [sys.executable, "-m", "llama_cpp.server"] and srv.parallel == 1
+    assert cmd[:3] == [sys.executable, "-m", "amc.priors.llama_app"] and srv.parallel == 1
     assert cmd[cmd.index("--chat_format") + 1] == "gemma"
     assert srv.health_url == "http://127.0.0.1:4321/v1/models"
 
