@@ -5,6 +5,8 @@ cache, draws the next token of every row (``draw``: temperature, filters, genera
 caller's), and stops a row at EOS or, in completion mode, at the first token whose text holds
 a newline (:func:`newline_tokens`). Rows that stopped are padded (their tokens are not
 counted); the loop ends when every row has stopped or after ``max_new_tokens``.
+:func:`decode_loop` is that loop alone, for prompts already in a cache (the ``hf`` prior's KV
+reuse, :mod:`amc.priors.kv_cache`).
 """
 
 from __future__ import annotations
@@ -33,18 +35,31 @@ def decode_batch(model: Any, ids: torch.Tensor, attn: torch.Tensor, max_new_toke
     mask of :func:`newline_tokens` to stop at a newline, or None. A row's tokens are
     ``tokens[i, :lengths[i]]``, its stop token included.
     """
-    b = ids.shape[0]
-    out = torch.full((b, max_new_tokens), pad_id, device=ids.device)
-    finished = torch.zeros(b, dtype=torch.bool, device=ids.device)
-    lengths = torch.zeros(b, dtype=torch.long, device=ids.device)
     pos = (attn.cumsum(-1) - 1).clamp(min=0)
-    past, step_ids = None, ids
+    res = model(input_ids=ids, attention_mask=attn, position_ids=pos,
+                use_cache=True,  # transformers 5: the cache comes back as `cache`
+                logits_to_keep=1)  # only the last position is sampled
+    return decode_loop(model, res.logits[:, -1, :].float(), res.cache, attn, pos[:, -1:],
+                       max_new_tokens, draw, eos_id=eos_id, pad_id=pad_id, newline=newline)
+
+
+def decode_loop(model: Any, logits: torch.Tensor, cache: Any, attn: torch.Tensor,
+                last_pos: torch.Tensor, max_new_tokens: int,
+                draw: Callable[[torch.Tensor], torch.Tensor], *, eos_id: int, pad_id: int,
+                newline: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The sampling loop after the prompts are in ``cache`` (:func:`decode_batch`'s result).
+
+    ``logits``: the prompts' last-position logits, (B, V) float32; ``attn``: the cache's
+    padding mask, (B, T); ``last_pos``: each prompt's last position id, (B, 1).
+    """
+    b = logits.shape[0]
+    device = logits.device
+    out = torch.full((b, max_new_tokens), pad_id, device=device)
+    finished = torch.zeros(b, dtype=torch.bool, device=device)
+    lengths = torch.zeros(b, dtype=torch.long, device=device)
+    pos = last_pos
     for t in range(max_new_tokens):
-        res = model(input_ids=step_ids, attention_mask=attn, position_ids=pos,
-                    cache=past, use_cache=True,  # transformers 5: `cache`
-                    logits_to_keep=1)  # only the last position is sampled
-        past = res.cache
-        nxt = draw(res.logits[:, -1, :].float())
+        nxt = draw(logits)
         nxt = torch.where(finished, torch.full_like(nxt, pad_id), nxt)
         out[:, t] = nxt
         lengths += (~finished).long()
@@ -52,9 +67,12 @@ def decode_batch(model: Any, ids: torch.Tensor, attn: torch.Tensor, max_new_toke
         if newline is not None:
             stop |= newline[nxt]
         finished |= stop
-        if bool(finished.all()):
+        if bool(finished.all()) or t == max_new_tokens - 1:
             break
         step_ids = nxt[:, None]
         attn = torch.cat([attn, torch.ones_like(step_ids)], dim=1)
-        pos = pos[:, -1:] + 1
+        pos = pos + 1
+        res = model(input_ids=step_ids, attention_mask=attn, position_ids=pos,
+                    cache=cache, use_cache=True, logits_to_keep=1)
+        cache, logits = res.cache, res.logits[:, -1, :].float()
     return out, lengths

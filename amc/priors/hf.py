@@ -24,7 +24,7 @@ import asyncio
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -37,6 +37,9 @@ from amc.priors.prompts import Style, chat_messages, completion_prompt
 from amc.protocols import NextTokenLogprobs
 from amc.registry import PRIORS
 from amc.types import INVALID_ACTION, AgentTurn, History, Usage
+
+if TYPE_CHECKING:  # torch is imported when a model loads, not with the registry
+    from amc.priors.kv_cache import PrefixCache
 
 
 class HFOptions(Frozen):
@@ -78,6 +81,13 @@ class HFOptions(Frozen):
     adapter: str | None = None
     """A LoRA adapter on top of ``model`` (``amc grpo``'s policy): a folder, or a
     ``models:/amc-policy-<env>/<version>`` / ``runs:/`` URI of the MLflow registry."""
+    kv_reuse: bool = True
+    """Prefill only the tokens a prompt does not share with a recently seen one
+    (:mod:`amc.priors.kv_cache`; same distribution: logits within ~1e-4 of a full prefill)."""
+    kv_cache_entries: int = Field(32, ge=1)
+    """Most prompts whose KV is kept for reuse (keep it >= the particles of a step)."""
+    kv_cache_tokens: int = Field(16384, ge=1)
+    """Most tokens kept over those prompts (Gemma-3-270M fp32: ~38 KB a token, ~620 MB)."""
 
 
 def converted_model_dir(name: str, cache_dir: Path | None = None) -> Path:
@@ -126,6 +136,7 @@ class HFPrior(NextTokenLogprobs):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from amc.priors.decode import newline_tokens
+        from amc.priors.kv_cache import PrefixCache
 
         self.options, self.env = options, env
         path: str | Path = options.model
@@ -158,6 +169,10 @@ class HFPrior(NextTokenLogprobs):
         self._queue: asyncio.Queue[_Request] | None = None
         self._worker: asyncio.Task[None] | None = None
         self._gpu_lock = threading.Lock()
+        self.prefix_cache: PrefixCache | None = None
+        if options.kv_reuse:
+            self.prefix_cache = PrefixCache(options.kv_cache_entries, options.kv_cache_tokens)
+        """KV of recent prompts (None: every prompt is prefilled whole)."""
         self.batches: list[int] = []
         """Size of every decoded batch (how well proposals were grouped)."""
 
@@ -183,14 +198,14 @@ class HFPrior(NextTokenLogprobs):
         """``(text, prompt tokens, completion tokens)`` per prompt, one batched decode."""
         import torch
 
-        from amc.priors.decode import decode_batch
+        from amc.priors.decode import decode_batch, decode_loop
+        from amc.priors.kv_cache import merge, prefill
 
-        o, tok = self.options, self.tokenizer
-        enc = tok(prompts, return_tensors="pt", padding=True, padding_side="left").to(self.device)
-        ids, attn = enc["input_ids"], enc["attention_mask"]  # (B, L)
+        o, tok, b = self.options, self.tokenizer, len(prompts)
         gens = [torch.Generator(device=self.device).manual_seed(s) for s in seeds]
         stop_at_newline = not o.chat_template
-        b = ids.shape[0]
+        kw: dict[str, Any] = {"eos_id": tok.eos_token_id, "pad_id": tok.pad_token_id,
+                              "newline": self._newline if stop_at_newline else None}
 
         def draw(logits: Any) -> Any:
             probs = self._filtered_probs(logits / o.temperature)  # (B, V), batched
@@ -199,15 +214,26 @@ class HFPrior(NextTokenLogprobs):
                               for i in range(b)])
 
         with self._gpu_lock, torch.inference_mode():
-            out, lengths = decode_batch(self.model, ids, attn, o.max_new_tokens, draw,
-                                        eos_id=tok.eos_token_id, pad_id=tok.pad_token_id,
-                                        newline=self._newline if stop_at_newline else None)
+            if self.prefix_cache is not None:  # each prompt prefilled alone on its cached prefix
+                rows = [[int(t) for t in tok(p)["input_ids"]] for p in prompts]
+                entries = [prefill(self.model, self.prefix_cache, r) for r in rows]
+                cache, attn, last = merge(entries)  # left-padded, rows end at the same slot
+                logits = torch.stack([e.logits for e in entries])  # (B, V)
+                out, lengths = decode_loop(self.model, logits, cache, attn, last,
+                                           o.max_new_tokens, draw, **kw)
+                n_prompt = [len(r) for r in rows]
+            else:
+                enc = tok(prompts, return_tensors="pt", padding=True,
+                          padding_side="left").to(self.device)
+                ids, attn = enc["input_ids"], enc["attention_mask"]  # (B, L)
+                out, lengths = decode_batch(self.model, ids, attn, o.max_new_tokens, draw, **kw)
+                n_prompt = [int(n) for n in attn.sum(-1)]
         results = []
         for i in range(b):
             text = str(tok.decode(out[i, : int(lengths[i])], skip_special_tokens=True))
             if stop_at_newline:
                 text = text.split("\n", 1)[0]
-            results.append((text, int(enc["attention_mask"][i].sum()), int(lengths[i])))
+            results.append((text, n_prompt[i], int(lengths[i])))
         return results
 
     def _filtered_probs(self, logits: Any) -> Any:
