@@ -16,7 +16,12 @@ log shows the order) fixes everything the result depends on:
 - ``analysis``: paired by task, seeds averaged within a task, 95% t interval over tasks,
   exact sign-flip p, Holm over the study's test cells (:mod:`studies.confirm.analysis`);
 - ``status``: ``declared`` (runnable here), or ``blocked`` with ``blocked_by``: what this
-  machine lacks; a blocked protocol refuses to run until a later commit lifts it.
+  machine lacks; a blocked protocol refuses to run until a later commit lifts it
+  (``unblocked_by`` then starts with that commit's time).
+
+When it was declared is git's to say, never typed: :attr:`Protocol.declared_utc` is the time
+of the commit that added the file (:func:`declared_at`). A file may carry it as
+``declared_utc`` for readers without git history; :func:`load` refuses one that differs.
 
 The protocol's hash is the sha256 of the file's bytes; a run records it and refuses to resume
 under another (:mod:`studies.confirm.once`).
@@ -26,6 +31,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,16 +59,52 @@ class Protocol:
     blocked_by: str
     raw: dict[str, Any]
     sha256: str
+    declared_utc: str | None = None
+    """When the file was committed (:func:`declared_at`; None before its commit)."""
 
     @property
     def runnable(self) -> bool:
         return self.status == "declared"
 
 
+def git_times(path: str | Path, *log_args: str) -> list[str]:
+    """Commit times (UTC, ``...Z``, newest first) of the commits ``git log <log_args>`` lists
+    for ``path``; [] outside a git work tree, in a shallow clone (whose first commit would
+    seem to add every file) or before the file is committed."""
+    path = Path(path).resolve()
+    try:
+        git = ["git", "-C", str(path.parent)]
+        shallow = subprocess.run([*git, "rev-parse", "--is-shallow-repository"], check=True,
+                                 capture_output=True, text=True).stdout.strip()
+        if shallow != "false":
+            return []
+        out = subprocess.run([*git, "log", "--format=%ct", *log_args, "--", path.name],
+                             check=True, capture_output=True, text=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    return [time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(t))) for t in out]
+
+
+def declared_at(path: str | Path) -> str | None:
+    """When git committed the file at ``path`` (the commit that added it), or None."""
+    times = git_times(path, "--diff-filter=A")
+    return times[-1] if times else None
+
+
 def load(path: str | Path) -> Protocol:
-    """Parse and check a protocol file (ValueError on a malformed one)."""
+    """Parse and check a protocol file (ValueError on a malformed one, or on a
+    ``declared_utc`` that is not the time git committed the file)."""
     data = Path(path).read_bytes()
     raw = json.loads(data)
+    declared = declared_at(path)
+    if declared and raw.get("declared_utc", declared) != declared:
+        raise ValueError(f"{path}: declared_utc {raw['declared_utc']} is not when git "
+                         f"committed the file ({declared}): the time comes from git")
+    unblocked = git_times(path, "-S", '"unblocked_by"')  # the commit that wrote the key
+    if unblocked and "unblocked_by" in raw \
+            and not str(raw["unblocked_by"]).startswith(f"{unblocked[-1]}: "):
+        raise ValueError(f"{path}: unblocked_by starts with when git committed it "
+                         f"({unblocked[-1]}: ...), not a typed time")
     bench = raw.get("benchmark")
     if bench not in BENCHMARKS:
         raise ValueError(f"{path}: benchmark {bench!r} is not one of {BENCHMARKS}")
@@ -80,7 +123,8 @@ def load(path: str | Path) -> Protocol:
                     tasks=dict(raw["tasks"]), seeds=tuple(int(s) for s in raw["seeds"]),
                     arms=arms, primary=primary, metric=str(raw["metric"]),
                     blocked_by=str(raw.get("blocked_by") or ""), raw=raw,
-                    sha256=hashlib.sha256(data).hexdigest())
+                    sha256=hashlib.sha256(data).hexdigest(),
+                    declared_utc=declared or raw.get("declared_utc"))
 
 
 def used_tasks(files: list[str | Path], root: Path) -> set[str]:
