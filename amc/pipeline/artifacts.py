@@ -35,6 +35,7 @@ functions are pure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -46,7 +47,7 @@ from amc.envs.benchmarks import get_benchmark
 from amc.pipeline.params import PipelineParams
 from amc.results import read_jsonl, read_task_records, results_path
 from amc.run_hash import _method_run_config, sample_hash
-from amc.runner import resolve_methods
+from amc.runner import resolve_methods, task_list
 from amc.smc.records import TaskResult
 from amc.smc.scoring import upgrade_metric_keys
 
@@ -105,6 +106,47 @@ def collect_tasks(p: PipelineParams) -> list[str]:
     finally:
         suite.close()
     return ids[: c.max_tasks] if c.max_tasks else ids
+
+
+def evaluation_tasks(p: PipelineParams) -> list[str]:
+    """The tasks the ``evaluate`` section selects: the declared set (``evaluate.tasks_file``,
+    every id one the environment has), else the split after ``max_tasks``; refused when empty."""
+    from amc.registry import ENVIRONMENTS
+
+    e = p.evaluate
+    suite = ENVIRONMENTS.build(p.env.name, p.env.options)
+    try:
+        if e.tasks_file is None:
+            tasks = task_list(RunConfig(env=p.env, split=e.split, max_tasks=e.max_tasks), suite)
+        else:
+            tasks, known = declared_tasks(e.tasks_file), set()
+            for split in ("train", "test", "all", e.split):
+                with contextlib.suppress(ValueError, KeyError, FileNotFoundError):
+                    known.update(suite.task_ids(split))
+            if unknown := [t for t in tasks if known and t not in known]:
+                raise ValueError(f"evaluate.tasks_file: {p.env.name} has no task {unknown[0]!r} "
+                                 f"({e.tasks_file} lists {len(unknown)} unknown)")
+    finally:
+        suite.close()
+    if not tasks:
+        raise ValueError(f"evaluate.split: no tasks in split {e.split!r} of {p.env.name}")
+    return tasks
+
+
+def declared_tasks(path: Path) -> list[str]:
+    """The task ids of a declared test set (clear error when the file is not one, is empty or
+    lists a task twice: it would run twice and count twice)."""
+    try:
+        tasks = [str(t) for t in json.loads(Path(path).read_text())["tasks"]]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"evaluate.tasks_file: {path}: not a test-set declaration ({err})"
+                         ) from err
+    if not tasks:
+        raise ValueError(f"evaluate.tasks_file: {path} lists no task")
+    twice = next((t for k, t in enumerate(tasks) if t in tasks[:k]), None)
+    if twice is not None:
+        raise ValueError(f"evaluate.tasks_file: {path} lists task {twice!r} twice")
+    return tasks
 
 
 def resolve_alias(name: str, alias: str, uri: str | None = None) -> str | None:

@@ -48,6 +48,7 @@ from amc.pipeline.artifacts import (
     RECORD,
     drop_stale,
     eval_headline,
+    evaluation_tasks,
     load_plan,
     load_record,
     load_results,
@@ -56,7 +57,6 @@ from amc.pipeline.artifacts import (
 )
 from amc.pipeline.lineage import stage_run
 from amc.pipeline.params import PipelineParams, model_name, stage_main
-from amc.registry import ENVIRONMENTS
 from amc.reports.paired import paired_to_bon
 from amc.results import (
     record_session,
@@ -64,7 +64,7 @@ from amc.results import (
     sessions_wall,
     write_json_atomic,
 )
-from amc.runner import METRICS, run_methods, summarise, task_list
+from amc.runner import METRICS, run_methods, summarise
 from amc.smc.records import TaskResult
 from amc.value.data import histories_from_record
 from amc.value.room import rollouts_from_histories, summarise_room
@@ -95,7 +95,7 @@ def plan(p: PipelineParams) -> dict[str, Any]:
     """Resolve the tasks (a bad declared set is refused before anything is written), mark the
     record ``running`` (:func:`mark_running`), then resolve model versions and methods; write
     ``plan.json``; return the plan."""
-    tasks = plan_tasks(p)
+    tasks = evaluation_tasks(p)
     mark_running(p)
     e = p.evaluate
     models: dict[str, Any] = {"name": None, "challenger": None, "champion": None}
@@ -121,37 +121,6 @@ def plan(p: PipelineParams) -> dict[str, Any]:
            "methods": [{"spec": s, "role": r, "n": n} for s, r, n in specs]}
     write_json_atomic(e.out_dir / PLAN, out)
     return out
-
-
-def plan_tasks(p: PipelineParams) -> list[str]:
-    """The evaluation's tasks: the declared set, else the split (after max_tasks)."""
-    e = p.evaluate
-    if e.tasks_file is not None:
-        return declared_tasks(e.tasks_file)
-    suite = ENVIRONMENTS.build(p.env.name, p.env.options)
-    try:
-        tasks = task_list(RunConfig(env=p.env, split=e.split, max_tasks=e.max_tasks), suite)
-    finally:
-        suite.close()
-    if not tasks:
-        raise ValueError(f"evaluate.split: no tasks in split {e.split!r} of {p.env.name}")
-    return tasks
-
-
-def declared_tasks(path: Path) -> list[str]:
-    """The task ids of a declared test set (clear error when the file is not one, is empty or
-    lists a task twice: it would run twice and count twice)."""
-    try:
-        tasks = [str(t) for t in json.loads(Path(path).read_text())["tasks"]]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"evaluate.tasks_file: {path}: not a test-set declaration ({err})"
-                         ) from err
-    if not tasks:
-        raise ValueError(f"evaluate.tasks_file: {path} lists no task")
-    twice = next((t for k, t in enumerate(tasks) if t in tasks[:k]), None)
-    if twice is not None:
-        raise ValueError(f"evaluate.tasks_file: {path} lists task {twice!r} twice")
-    return tasks
 
 
 def run_config(p: PipelineParams, pl: dict[str, Any], specs: Sequence[str] | None = None,

@@ -84,6 +84,9 @@ def test_duplicate_declared_tasks_are_refused_before_the_record_is_touched(
     with pytest.raises(ValueError, match=r"^evaluate.tasks_file: .*set.json lists task '1' "
                                          r"twice"):
         evaluate.plan(p)
+    Path("set.json").write_text(json.dumps({"tasks": ["1", "nope"]}))  # it would fail to run
+    with pytest.raises(ValueError, match=r"^evaluate.tasks_file: synthetic has no task 'nope'"):
+        evaluate.plan(p)
     assert not p.evaluate.out_dir.exists()  # refused before the record was marked running
 
 
