@@ -122,9 +122,9 @@ def _token(secret: str) -> re.Pattern[str]:
                       + r")(?![\w-])")
 
 
-def _mask_known(text: str, short: bool) -> str:
-    """``text`` with the long known secrets replaced (and, if ``short``, the short ones)."""
-    for secret in known_secrets():
+def _mask_known(text: str, secrets: list[str], short: bool) -> str:
+    """``text`` with the long ``secrets`` replaced (and, if ``short``, the short ones)."""
+    for secret in secrets:
         if len(secret) >= MIN_SECRET:
             text = text.replace(secret, MASK).replace(json.dumps(secret)[1:-1], MASK)
         elif short:
@@ -141,15 +141,17 @@ def mask_secrets(text: str) -> str:
     """``text`` with every known secret (also JSON-escaped; a short one as a whole token),
     and any ``Authorization`` / ``api-key`` header value or bearer token, replaced by
     ``***``."""
-    return _mask_headers(_mask_known(text, short=True))
+    return _mask_headers(_mask_known(text, known_secrets(), short=True))
 
 
 def mask_json(text: str) -> str:
     """:func:`mask_secrets` for JSON text: a short secret is masked only inside string
     values, so numbers, literals and keys stay as they are and the text stays valid JSON."""
-    text = _mask_headers(_mask_known(text, short=False))
-    if any(len(s) < MIN_SECRET for s in known_secrets()):
-        text = _JSON_STRING.sub(lambda m: m[0] if m[1] else _mask_known(m[0], short=True),
+    secrets = known_secrets()
+    text = _mask_headers(_mask_known(text, secrets, short=False))
+    short = [s for s in secrets if len(s) < MIN_SECRET]
+    if any(x in text for s in short for x in (s, json.dumps(s)[1:-1])):  # a string holds one
+        text = _JSON_STRING.sub(lambda m: m[0] if m[1] else _mask_known(m[0], short, True),
                                 text)
     return text
 
