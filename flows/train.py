@@ -20,8 +20,11 @@ from flows._log import say
 
 @task(name="dataset", retries=1, retry_delay_seconds=5, cache_policy=NO_CACHE)
 def dataset_task(params_path: str, overrides: list[str]) -> str:
-    """The dataset stage; returns the dataset's content hash."""
-    return str(dataset.run(params(params_path, overrides))["content_hash"])
+    """The dataset stage; logs its one-line result (left-out tasks named), returns the
+    dataset's content hash."""
+    card = dataset.run(params(params_path, overrides))
+    say(dataset.line(card))
+    return str(card["content_hash"])
 
 
 @task(name="train", retries=1, retry_delay_seconds=5, cache_policy=NO_CACHE)
