@@ -49,6 +49,8 @@ class Cell:
     folder: str = "evidence/runs"
     """Where the record lies (a study's own test cells: its folder, and its own Holm family);
     the ceiling is always a committed sweep cell of ``evidence/runs``."""
+    short: str = ""
+    """``why`` in a few words, for the status column."""
 
 
 EXPLORATORY = (
@@ -56,30 +58,32 @@ EXPLORATORY = (
          "test-d2-q0.4-b0.05-every2-n4-rollout-s1-seeds6",
          "open channel: the value could read the planner's off-menu actions and a budget "
          "(plan + 1) that encodes the plan's length; this test cell ran under three successive "
-         "values and p^8 was picked among sharpenings"),
+         "values and p^8 was picked among sharpenings", short="open channel, p^8 picked"),
     Cell("textcraft", "test-d2-q0.4-b0.05-every2-n4-learned-s1-seeds6-menu",
          "test-d2-q0.4-b0.05-every2-n4-rollout-s1-seeds6-menu",
          "declared before it ran (issue 30, closed channel), but on the 54 test tasks and "
-         "seeds 0-5 that every earlier TextCraft cell had used"),
+         "seeds 0-5 that every earlier TextCraft cell had used", short="test tasks reused"),
     Cell("webshop", "test-webshop-B6-q0.3-b0.1-every2-n4-learned-m8-seeds6",
          "test-webshop-B6-q0.3-b0.1-every2-n4-rollout-m8-seeds6-ff",
          "the learned value was added to the grid after the rollout and no-value test cells "
-         "had run; one of WebShop's test cells, on its 50 test goals"),
+         "had run; one of WebShop's test cells, on its 50 test goals",
+         short="value added after the test cells"),
     Cell("sciworld", "test-sciworld-B10-q0.3-b0.1-every2-n4-learned-m4-seeds2--fried-dawk",
          "test-sciworld-B10-q0.3-b0.1-every2-n4-rollout-m4-seeds2",
          "re-run (this test cell ran twice, the value retrained between); q 0.3 was added after "
-         "q 0.6's test Best-of-4 was known; chosen on 6 validation games; 14 test games"),
+         "q 0.6's test Best-of-4 was known; chosen on 6 validation games; 14 test games",
+         short="re-run"),
     Cell("sciworld", "test-sciworld-B10-q0.3-b0.05-every2-n4-none-m4-seeds2",
          "test-sciworld-B10-q0.3-b0.1-every2-n4-rollout-m4-seeds2",
          "post hoc: the no-value beta was opened after its declared test cell (beta 0.1) had "
-         "run; ceiling at beta 0.1"),
+         "run; ceiling at beta 0.1", short="post hoc β"),
     Cell("textcraft", "test-d2-q0.4-b0.05-every2-n4-learned-s1-seeds6-menu",
          "test-d2-q0.4-b0.05-every2-n4-rollout-s1-seeds6-menu",
          "the value re-chosen by issue 50's declared protocol (sweeps/protocol-issue50-sim.yaml: "
          "the observed-state summary in its rendering), declared before it ran, but on the 54 "
          "test tasks and seeds 0-5 that every earlier TextCraft cell had used; Holm over that "
          "study's test cells", "re-chosen: + observed-state summary",
-         "evidence/sim-value-options/runs/summary"),
+         "evidence/sim-value-options/runs/summary", short="test tasks reused"),
 )
 """The cells the README led with before issue 51 (record stems under ``evidence/runs/``)."""
 LLM_SUMMARY = Path("docs/results-assets/llm-regime-testset60.json")
@@ -152,8 +156,9 @@ def exploratory(root: Path) -> list[dict[str, str]]:
         value = "learned V_θ" if rec["cell"]["value"] == "learned" else "no value"
         value += f", {cell.value_label}" if cell.value_label else ""
         out.append({"bench": cell.bench, "prior": PRIOR[cell.bench],
-                    "regime": f"AMC ({value}): {regime_words(rec['cell'])}", **_fmt(c),
-                    "ceiling": _ceiling(c, ceil), "status": "exploratory",
+                    "comparison": f"AMC ({value}) − Best-of-N",
+                    "regime": regime_words(rec["cell"]), **_fmt(c),
+                    "ceiling": _ceiling(c, ceil), "status": f"exploratory: {cell.short}",
                     "holm": f"{fam[cell.record]:.2g} (of {len(fam)})", "why": cell.why})
     out += llm_rows(root)
     return out
@@ -192,22 +197,23 @@ def llm_rows(root: Path) -> list[dict[str, str]]:
     pairs = [(t, seed, by[(bon, t, seed)], by[(amc, t, seed)])
              for (s, t, seed) in by if s == bon and (amc, t, seed) in by]
     smc = summary["config"]["smc"]
-    regime = (f"AMC (learned V_θ): N {summary['methods'][amc]['n']}, β {smc['beta']:g}, "
+    regime = (f"N {summary['methods'][amc]['n']}, β {smc['beta']:g}, "
               f"resampling at steps {', '.join(map(str, smc['resample_steps']))}, "
               f"{smc['max_steps']} steps")
     out = []
-    for part, keep, why in (
-            ("declared 60-task set", lambda t: True,
+    for part, keep, short, why in (
+            ("declared 60-task set", lambda t: True, "holds the pilot's tasks",
              "declared before its run, but 12 of its 60 tasks are the pilot tasks the regime "
              "was designed on"),
-            ("its 48 untouched tasks", lambda t: t not in pilot,
+            ("its 48 untouched tasks", lambda t: t not in pilot, "post hoc split",
              "post hoc split: the declared set without the pilot's tasks"),
-            ("its 12 pilot tasks", lambda t: t in pilot,
+            ("its 12 pilot tasks", lambda t: t in pilot, "post hoc split",
              "post hoc split: the pilot's tasks, seen while designing the regime")):
         c = compare([r for r in pairs if keep(r[0])])
         out.append({"bench": f"textcraft depth 1 ({part})", "prior": "embedded LLM (Gemma-3-270M)",
-                    "regime": regime, **_fmt(c),
-                    "ceiling": "–", "status": "exploratory", "holm": "–", "why": why})
+                    "comparison": "AMC (learned V_θ) − Best-of-N", "regime": regime, **_fmt(c),
+                    "ceiling": "–", "status": f"exploratory: {short}", "holm": "–",
+                    "why": why})
     zs = next(s for s, m in summary["methods"].items() if m.get("role") == "smc")
     res = kept_results(root / LLM_KEPT, [zs], seeds)
     zb = {(r.task_id, seed): float(r.metrics["oracle_best"]) for seed in seeds
@@ -221,9 +227,10 @@ def llm_rows(root: Path) -> list[dict[str, str]]:
             f"took {len(seen)} distinct scores over {states} particle states")
     out.append({"bench": "textcraft depth 1 (declared 60-task set)",
                 "prior": "embedded LLM (Gemma-3-270M)",
-                "regime": regime.replace("AMC (learned V_θ)", "SMC (zero-shot value)"),
-                **_fmt(c), "ceiling": "–", "status": "exploratory", "holm": "–",
-                "why": f"the zero-shot value {said}"})
+                "comparison": "SMC (zero-shot value) − Best-of-N", "regime": regime,
+                **_fmt(c), "ceiling": "–", "holm": "–", "why": f"the zero-shot value {said}",
+                "status": "exploratory: " + ("constant value" if len(seen) == 1 else "holds "
+                                             "the pilot's tasks")})
     return out
 
 
@@ -261,20 +268,21 @@ def confirmatory(root: Path) -> list[dict[str, str]]:
     for i, (p, (a, b), c, ceil, status) in enumerate(rows):
         r = p.regime
         out.append({"bench": p.benchmark, "prior": PRIOR[p.benchmark],
-                    "regime": f"{ARM_NAME[b]} − {ARM_NAME[a]}: {regime_words(r)}; "
-                              f"{r['how_chosen'].split(' (')[0]}",
+                    "comparison": f"{ARM_NAME[b]} − {ARM_NAME[a]}",
+                    "regime": f"{regime_words(r)}; {r['how_chosen'].split(' (')[0]}",
                     **_fmt(c), "ceiling": _ceiling(c, ceil) if c else "–", "status": status,
                     "holm": f"{adj[i]:.2g} (of {family})" if i in adj else "–", "why": ""})
     return out
 
 
-HEAD = ("| benchmark | prior | comparison and regime (how chosen) | baseline | method | "
+HEAD = ("| benchmark | prior | comparison | regime (how chosen) | baseline | method | "
         "Δ [95% t] | exact p | tasks × seeds | ceiling on the same pairs (AMC's share) | "
-        "status | Holm p |\n|---|---|---|---|---|---|---|---|---|---|---|")
+        "status | Holm p |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def _line(r: dict[str, str]) -> str:
-    return (f"| {r['bench']} | {r['prior']} | {r['regime']} | {r['bon']} | {r['amc']} | "
+    return (f"| {r['bench']} | {r['prior']} | {r['comparison']} | {r['regime']} | "
+            f"{r['bon']} | {r['amc']} | "
             f"{r['delta']} | {r['p']} | {r['size']} | {r['ceiling']} | {r['status']} | "
             f"{r['holm']} |")
 
@@ -282,7 +290,8 @@ def _line(r: dict[str, str]) -> str:
 def section(root: Path) -> str:
     """The markdown between :data:`BEGIN` and :data:`END` (both included)."""
     conf, expl = confirmatory(root), exploratory(root)
-    why = "\n".join(f"- {r['bench']}, {r['regime']}: {r['why']}." for r in expl)
+    why = "\n".join(f"- {r['bench']}, {r['comparison']} ({r['regime']}): {r['why']}."
+                    for r in expl)
     return "\n".join([
         BEGIN, "**Confirmatory** (declared in `studies/confirm/` before the run, run once on "
         "tasks no earlier cell used -- TextCraft: its 54 test tasks, whose depth-2 pool is used "
@@ -291,8 +300,7 @@ def section(root: Path) -> str:
         "", HEAD, *map(_line, conf), "",
         "**Exploratory** (not a confirmation; why each is below):", "", HEAD,
         *map(_line, expl), "", why, "",
-        "Baseline and method: the two sides of the row's comparison (method − baseline; the "
-        "baseline is Best-of-N unless the row names another). "
+        "Baseline and method: the two sides of the row's comparison (method − baseline). "
         "Δ = method − baseline on the oracle best-of-pool score, paired by (task, seed), seeds "
         "averaged within a task, 95% t interval over tasks; exact sign-flip p over tasks "
         "(`studies/confirm/analysis.py`); the ceiling is the Monte-Carlo rollout value's "

@@ -32,3 +32,17 @@ def test_missing_markers_or_table_are_refused() -> None:
         readme.render("no markers here", "x")
     with pytest.raises(ValueError, match="no results table"):
         readme.results_table("# evidence\n**In short:** x")
+
+
+def test_the_readme_table_is_compact_and_its_legend_short() -> None:
+    """Issue 63: seven columns at a glance, one sentence per cell at most, a legend of short
+    lines; the regimes, means and reasons live in docs/evidence.md."""
+    para = (ROOT / "README.md").read_text().split(readme.BEGIN)[1].split(readme.END)[0]
+    table = [line for line in para.splitlines() if line.startswith("|")]
+    assert table[0] == ("| benchmark | prior | comparison | gain [95% CI] | p (Holm) | "
+                        "share of ceiling | status |")
+    assert all(line.count(" | ") == 6 for line in table[2:])
+    assert all(" − " in readme.table_rows("\n".join(table))[i]["comparison"]
+               for i in range(len(table) - 2))  # every comparison names its baseline
+    assert "| 0.013 (0.038) | 29% | confirmatory |" in para  # TextCraft: p, Holm, share
+    assert max(len(line) for line in para.splitlines() if not line.startswith("|")) <= 100

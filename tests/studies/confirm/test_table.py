@@ -98,9 +98,9 @@ def test_a_study_s_own_test_cells_are_their_own_holm_family() -> None:
     from studies.confirm.table import exploratory
 
     rows = exploratory(ROOT)
-    (r,) = [r for r in rows if "re-chosen" in r["regime"]]  # issue 50's re-choice, committed
+    (r,) = [r for r in rows if "re-chosen" in r["comparison"]]  # issue 50's re-choice
     tests = sorted((ROOT / "evidence/sim-value-options/runs/summary").glob("test-*.json"))
     assert r["holm"].endswith(f"(of {len(tests)})") and len(tests) == 3
     sweep = [x for x in rows if x["bench"] == "textcraft" and "β 0.05" in x["regime"]
-             and "re-chosen" not in x["regime"]]
+             and "re-chosen" not in x["comparison"]]
     assert sweep and all(x["holm"].endswith("(of 48)") for x in sweep)  # not mixed in
