@@ -150,13 +150,28 @@ def calibrate(records: Iterable[Mapping[str, Any]], *, k_lo: int = 4, k_hi: int 
 
 
 def read_results(results_dir: Path) -> list[dict[str, Any]]:
-    """Every task record of the ``*.jsonl`` results files in a folder (failures files skipped;
-    a task recorded twice in a file is refused, naming file:line: it would count twice)."""
+    """Every task record of the ``*.jsonl`` results files in a folder (failures files skipped).
+
+    Each (task, seed) must come from one record: a task recorded twice in a file is refused
+    (file:line), and so is a (task, seed) in two files -- two methods' files of one seed (a
+    ``bon@4`` file left beside ``bon@8`` after ``collect.rollouts`` changed) share their first
+    rollouts (the same seed draws the same ones), which would count twice."""
     files = sorted(p for p in Path(results_dir).glob("*.jsonl")
                    if not p.name.endswith(".failures.jsonl"))
     if not files:
         raise FileNotFoundError(f"no results files (*.jsonl) in {results_dir}")
-    return [rec for f in files for rec in read_task_records(f)]
+    out: list[dict[str, Any]] = []
+    where: dict[tuple[str, Any], Path] = {}
+    for f in files:
+        for rec in read_task_records(f):
+            key = (str(rec.get("task_id")), rec.get("seed"))
+            if key in where:
+                raise ValueError(f"{f}: task {key[0]!r} of seed {key[1]} is in {where[key].name}"
+                                 " too: one seed's rollouts would count twice; calibrate one "
+                                 "method's files (move the others away)")
+            where[key] = f
+            out.append(rec)
+    return out
 
 
 def format_calibration(c: Calibration) -> str:

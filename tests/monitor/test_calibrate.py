@@ -138,3 +138,17 @@ def test_a_task_recorded_twice_is_refused_with_file_and_line(tmp_path: Path, con
         f"error: {d / 'bon@4__seed0.jsonl'}:3: task 't0' is recorded twice (line 1, then "
         f"{how}); the file is damaged: delete that line (or move the file away; its tasks "
         "then rerun) and run again")
+
+
+def test_one_seed_in_two_methods_files_is_refused(tmp_path: Path):
+    """A bon@4 file left beside bon@8 (collect.rollouts changed): the same seed's rollouts."""
+    d = tmp_path / "traj"
+    d.mkdir()
+    for name, g in (("bon@4__seed0.jsonl", 4), ("bon@8__seed0.jsonl", 8)):
+        (d / name).write_text(json.dumps(record("t0", [1.0] + [0.0] * (g - 1))) + "\n")
+    (d / "bon@8__seed1.jsonl").write_text(json.dumps(record("t0", [0.0] * 8, seed=1)) + "\n")
+    with pytest.raises(ValueError, match=r"bon@8__seed0.jsonl: task 't0' of seed 0 is in "
+                                         r"bon@4__seed0.jsonl too"):
+        read_results(d)
+    (d / "bon@4__seed0.jsonl").unlink()
+    assert len(read_results(d)) == 2  # seeds 0 and 1 of one method pool as before
