@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from amc.cli import envs, fetch, grpo, pipeline, priors, run, value, value_auc
+from amc.cli import envs, fetch, grpo, pipeline, priors, run, sft, value, value_auc
 from amc.cli.errors import OneLineErrors
 
 app = typer.Typer(
@@ -68,6 +68,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "results-doc": pipeline.results_doc_cmd,
     "calibrate": pipeline.calibrate_cmd,
     "grpo": grpo.grpo_cmd,
+    "sft": sft.sft_cmd,
 }
 """Top-level commands by name (``amc <name>``)."""
 

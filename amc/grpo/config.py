@@ -52,6 +52,10 @@ class GRPOOptions(Frozen):
     """Ratio clip epsilon."""
     scale_advantages: bool = True
     """Divide by the group's reward std (GRPO); False = mean-centred only (Dr. GRPO)."""
+    init_adapter: str | None = None
+    """Start from this adapter (``models:/amc-policy-<env>/<version>`` of ``amc sft``, a
+    ``runs:/`` URI or a folder): it is merged into the base weights, so the KL reference is the
+    SFT policy and the new LoRA learns on top of it."""
     lora_r: int = Field(8, ge=1)
     """LoRA rank."""
     lora_alpha: int = Field(16, ge=1)

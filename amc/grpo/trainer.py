@@ -70,6 +70,10 @@ def load_policy(opts: GRPOOptions) -> Policy:
     torch.manual_seed(opts.seed)  # LoRA's A matrices are initialised randomly
     tok = AutoTokenizer.from_pretrained(path)
     base = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    if opts.init_adapter is not None:
+        from amc.priors.adapter import merge_adapters
+
+        base = merge_adapters(base, opts.init_adapter, opts.tracking_uri)
     lora = LoraConfig(r=opts.lora_r, lora_alpha=opts.lora_alpha, lora_dropout=0.0,
                       target_modules=list(opts.lora_targets), task_type="CAUSAL_LM")
     model = get_peft_model(base, lora).to(device)
@@ -219,7 +223,8 @@ def save(policy: Policy, opts: GRPOOptions, res: TrainResult) -> Path:
     adapter = out / ADAPTER_DIR
     policy.model.save_pretrained(adapter)
     (adapter / POLICY_FILE).write_text(json.dumps(
-        {"base_model": opts.model, "env": opts.env, "options": opts.model_dump(mode="json")},
+        {"base_model": opts.model, "env": opts.env, "init_adapter": opts.init_adapter,
+         "options": opts.model_dump(mode="json")},
         indent=2))
     with open(out / "curve.jsonl", "w") as f:
         for row in res.curve:

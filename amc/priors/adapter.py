@@ -7,8 +7,10 @@ the folder itself, and gets a local copy through MLflow's artifact download.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 
 def resolve_adapter(uri: str, tracking_uri: str | None = None) -> Path:
@@ -32,3 +34,17 @@ def resolve_adapter(uri: str, tracking_uri: str | None = None) -> Path:
     else:
         local = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri))
     return resolve_adapter(str(local))
+
+
+def merge_adapters(model: Any, uri: str, tracking_uri: str | None = None) -> Any:
+    """``model`` with the adapter at ``uri`` merged into its weights, after the adapter it was
+    trained on top of (``init_adapter`` in its ``policy.json``: GRPO started from an SFT
+    version), so decoding costs what the frozen model costs."""
+    from peft import PeftModel
+
+    path = resolve_adapter(uri, tracking_uri)
+    meta = path / "policy.json"
+    init = json.loads(meta.read_text()).get("init_adapter") if meta.is_file() else None
+    if init:
+        model = merge_adapters(model, str(init), tracking_uri)
+    return PeftModel.from_pretrained(model, path).merge_and_unload()

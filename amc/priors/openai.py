@@ -238,7 +238,8 @@ class OpenAIPrior(WantsValidActions, CompletionClient, NextTokenLogprobs):
         """The full request body (model, prompt, sampling parameters, seed)."""
         o = self.options
         reasoning = is_reasoning_model(o.model)
-        prompt_args = {"max_steps": o.max_history_steps, "menu_limit": o.menu_limit}
+        prompt_args: dict[str, Any] = {"max_steps": o.max_history_steps,
+                                       "menu_limit": o.menu_limit}
         req: dict[str, Any] = {"model": o.model}
         if o.endpoint == "chat":
             req["messages"] = chat_messages(history, self.env, o.prompt, **prompt_args)
