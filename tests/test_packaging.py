@@ -45,7 +45,7 @@ def test_the_wheel_holds_the_product_only(tmp_path: Path) -> None:
     module and its package data are inside, no study, flow or benchmark file is."""
     src = tmp_path / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO / name, src / name)
     for top in ("amc", *LAB[:-1]):
         shutil.copytree(REPO / top, src / top, ignore=shutil.ignore_patterns("__pycache__"))
@@ -60,6 +60,11 @@ def test_the_wheel_holds_the_product_only(tmp_path: Path) -> None:
     assert modules <= set(names), sorted(modules - set(names))[:5]
     assert "amc/envs/textcraft/paper_splits.json" in names
     assert (src / "studies" / "llm_regime" / "declared").is_dir()  # beside it, left out
+    (lic,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]  # declared:
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["license"]
+    assert declared == {"text": "Apache-2.0"}  # ... and its text ships with the wheel
+    assert "Apache License\n                           Version 2.0" in \
+        zipfile.ZipFile(wheel).read(lic).decode()
 
 
 @pytest.mark.slow
