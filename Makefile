@@ -35,3 +35,5 @@ bench: setup  ## every CPU benchmark; results in docs/benchmarks.md (GPU: benchm
 
 exp:  ## the experiments table, readable at 120 columns: params and metrics that differ, no file hashes
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/dvc exp show --only-changed --drop '^(amc|data|models)/'
+	@test -n "$$(PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/dvc exp ls 2>/dev/null)" || \
+		echo "no experiment yet (the rows are the workspace and the branch): run one first, e.g. dvc exp run -S train.lr=1e-4"
