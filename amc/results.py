@@ -11,7 +11,9 @@ a time writes a (method, seed): :func:`lock_outputs` holds an exclusive ``flock`
 next to each results file (the kernel releases it when the process ends, even on ``kill -9``).
 
 Every JSON writer here masks secrets first (:func:`amc.errors.mask_json`): an endpoint that
-echoes the API key in an answer must not get it written into results or DVC-tracked files.
+echoes the API key in an answer must not get it written into results or DVC-tracked files. And
+every one writes strict JSON (:func:`strict`): a number that is not finite (an undefined
+detectable effect, say) is ``null``, never Python's ``NaN``, which strict parsers refuse.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import re
 import tempfile
@@ -132,11 +135,28 @@ def repair_tail(path: str | Path) -> None:
             f.truncate(cut)
 
 
+def strict(obj: Any) -> Any:
+    """``obj`` with every non-finite float (NaN, ±inf) as None: JSON has neither, and strict
+    parsers refuse Python's ``NaN`` / ``Infinity`` tokens."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict(v) for v in obj]
+    return obj
+
+
+def dumps(obj: Any, **kw: Any) -> str:
+    """Strict JSON text of ``obj`` (:func:`strict`; every writer of this module uses it)."""
+    return json.dumps(strict(obj), allow_nan=False, **kw)
+
+
 def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
     """Append one record as a line and fsync it (thread-safe within the process)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    line = mask_json(json.dumps(record, separators=(",", ":"))) + "\n"
+    line = mask_json(dumps(record, separators=(",", ":"))) + "\n"
     with _lock, open(p, "a") as f:
         f.write(line)
         f.flush()
@@ -271,13 +291,13 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:
     """Write JSON atomically (see :func:`write_bytes_atomic`)."""
-    text = mask_json(json.dumps(obj, indent=2, sort_keys=True))
+    text = mask_json(dumps(obj, indent=2, sort_keys=True))
     write_bytes_atomic(path, (text + "\n").encode())
 
 
 def write_jsonl_atomic(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
     """Replace ``path`` with one JSON line per record, atomically."""
-    body = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+    body = "".join(dumps(r, separators=(",", ":")) + "\n" for r in records)
     write_bytes_atomic(path, mask_json(body).encode())
 
 

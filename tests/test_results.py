@@ -141,3 +141,22 @@ def test_folder_problem_tries_and_leaves_nothing(tmp_path):
     assert folder_problem(tmp_path / ("x" * 300)) == "File name too long"
     assert folder_problem("/proc/amc-nope") is not None
     assert list(tmp_path.iterdir()) == [tmp_path / "f"]
+
+
+def test_every_writer_writes_strict_json(tmp_path) -> None:
+    """Issue 63: ``"mde": NaN`` in decision.json; strict parsers refuse NaN and Infinity."""
+    import math
+
+    from amc.results import append_jsonl, write_json_atomic, write_jsonl_atomic
+
+    def refuse(token: str) -> None:
+        raise ValueError(f"not strict JSON: {token}")
+
+    rec = {"mde": math.nan, "hi": [math.inf, -math.inf, 1.5], "n": {"x": (math.nan, 2)}}
+    want = {"mde": None, "hi": [None, None, 1.5], "n": {"x": [None, 2]}}
+    write_json_atomic(tmp_path / "a.json", rec)
+    write_jsonl_atomic(tmp_path / "b.jsonl", [rec])
+    append_jsonl(tmp_path / "c.jsonl", rec)
+    for name in ("a.json", "b.jsonl", "c.jsonl"):
+        text = (tmp_path / name).read_text()
+        assert json.loads(text, parse_constant=refuse) == want, name

@@ -218,3 +218,21 @@ def _find_key(obj: object, key: str):
     elif isinstance(obj, list):
         for v in obj:
             yield from _find_key(v, key)
+
+
+def test_every_json_the_pipeline_writes_parses_strictly(project: Project) -> None:
+    """No NaN or Infinity token anywhere under data/, metrics/ or plots/ (issue 63)."""
+
+    def refuse(token: str) -> None:
+        raise ValueError(token)
+
+    files = [f for top in ("data", "metrics", "plots") for f in (project.root / top).rglob("*")
+             if f.suffix in (".json", ".jsonl") and f.is_file()]
+    assert len(files) > 10
+    for f in files:
+        lines = f.read_text().splitlines() if f.suffix == ".jsonl" else [f.read_text()]
+        for line in lines:
+            try:
+                json.loads(line, parse_constant=refuse)
+            except ValueError as err:
+                raise AssertionError(f"{f.relative_to(project.root)}: {err}") from None
