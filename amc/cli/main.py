@@ -15,12 +15,12 @@ from typing import Any
 import typer
 
 from amc.cli import envs, fetch, grpo, pipeline, priors, run, sft, value, value_auc
-from amc.cli.errors import OneLineErrors
+from amc.cli.errors import EXTRAS_HELP, OneLineErrors
 
 app = typer.Typer(
     name="amc", cls=OneLineErrors,
     help="Agentic Monte Carlo: steer black-box LLM agents with SMC and a learned value.",
-    no_args_is_help=True,
+    epilog=EXTRAS_HELP, no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
