@@ -88,24 +88,32 @@ class ResponseCache:
     """A small key -> (text, usage) store; safe to share between tasks of one process."""
 
     def __init__(self, path: str | Path) -> None:
+        """Check ``path`` now (a refusal names it); the file is created at the first call,
+        so a run refused after its prior was built leaves no cache behind (issue 64)."""
         self.path = Path(path)
         why = cache_problem(self.path)
         if why is not None:
             raise ValueError(f"response cache: {why}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        try:  # timeout: wait for another process's write lock (parallel evaluation workers).
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                                       timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # no fsync per write (an entry lost to a power cut is only asked again): FULL
-            # blocked the event loop ~3 ms per call (docs/benchmarks.md, issue 55)
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(SCHEMA)
-        except sqlite3.Error as err:
-            raise ValueError(f"response cache {self.path}: {err}") from None
+        self._conn: sqlite3.Connection | None = None
         self.hits = 0
         self.misses = 0
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The database, opened (and made) on first use; call with the lock held."""
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # timeout: wait for another process's write lock (parallel evaluation workers)
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                 timeout=30)
+            db.execute("PRAGMA journal_mode=WAL")
+            # no fsync per write (an entry lost to a power cut is only asked again): FULL
+            # blocked the event loop ~3 ms per call (docs/benchmarks.md, issue 55)
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(SCHEMA)
+            self._conn = db
+        return self._conn
 
     @staticmethod
     def key(model: str, endpoint: str, request: dict[str, Any], seed: int, *,
@@ -126,7 +134,7 @@ class ResponseCache:
                 row = self._db.execute(
                     "SELECT text, usage FROM responses WHERE key = ?", (key,)
                 ).fetchone()
-        except sqlite3.Error as err:  # a cache must never fail a proposal
+        except (sqlite3.Error, OSError) as err:  # a cache must never fail a proposal
             log.warning("response cache read failed: %s", err)
             row = None
         if row is None:
@@ -143,7 +151,7 @@ class ResponseCache:
                     "INSERT OR IGNORE INTO responses VALUES (?, ?, ?)",
                     (key, mask_secrets(text), json.dumps(usage.to_dict())),
                 )
-        except sqlite3.Error as err:
+        except (sqlite3.Error, OSError) as err:
             log.warning("response cache write failed: %s", err)
 
     def __len__(self) -> int:
@@ -152,4 +160,5 @@ class ResponseCache:
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._conn is not None:
+                self._conn.close()

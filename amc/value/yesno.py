@@ -83,6 +83,9 @@ class YesNoValue(ReportsUsage):
                              f"{(self.lo, self.hi)}")
         self.fallback = options.fallback if options.fallback is not None else (
             self.lo + self.hi) / 2
+        if not self.lo <= self.fallback <= self.hi:  # else an undecided state outranks all
+            raise ValueError(f"fallback {self.fallback} lies outside the reward range "
+                             f"{(self.lo, self.hi)}")
         self.render_options = RenderOptions(env=render_env_for(env_name),
                                             history_k=options.history_k,
                                             preamble=ZERO_SHOT_PREAMBLE)

@@ -45,6 +45,8 @@ def test_roundtrip_persists_and_first_write_wins(tmp_path):
 
 def test_an_unusable_cache_never_fails_a_call(tmp_path):
     c = ResponseCache(tmp_path / "c.sqlite")
+    assert not (tmp_path / "c.sqlite").exists()  # made at the first call, not when built
+    assert len(c) == 0 and (tmp_path / "c.sqlite").is_file()
     c._db.close()  # e.g. the file vanished or another process broke it
     c.put("k", "x", Usage())
     assert c.get("k") is None
