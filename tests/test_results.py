@@ -160,3 +160,9 @@ def test_every_writer_writes_strict_json(tmp_path) -> None:
     for name in ("a.json", "b.jsonl", "c.jsonl"):
         text = (tmp_path / name).read_text()
         assert json.loads(text, parse_constant=refuse) == want, name
+
+    from amc.smc.scoring import upgrade_metric_keys
+
+    write_json_atomic(tmp_path / "m.json", {"success": math.nan, "success_se": 0.1})
+    back = upgrade_metric_keys(json.loads((tmp_path / "m.json").read_text()))
+    assert math.isnan(back["success"]) and back["success_se"] == 0.1  # unmeasured reads as NaN

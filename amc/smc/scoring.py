@@ -118,8 +118,16 @@ def task_metrics(
     }
 
 
+NUMBERS = tuple(f"{m}{s}" for m in ("oracle_best", "deployable_reward", "max_weight_reward",
+                                     "weighted_mean_reward", "success", "success_deployable",
+                                     "success_max_weight", "log_z")
+                for s in ("", "_se", "_lo", "_hi", "_p"))
+"""Summary numbers that are NaN when not measured: strict JSON writes them null."""
+
+
 def upgrade_metric_keys(d: dict[str, object]) -> dict[str, object]:
-    """``d`` with metric names of older records renamed (``selected_reward`` and its ``_se``...).
+    """``d`` with metric names of older records renamed (``selected_reward`` and its ``_se``...)
+    and a summary number written as null (strict JSON has no NaN) read back as NaN.
 
     The one place old result records and summaries are read as new ones; a new key already
     present wins.
@@ -130,4 +138,7 @@ def upgrade_metric_keys(d: dict[str, object]) -> dict[str, object]:
             if old + suffix in out:
                 value = out.pop(old + suffix)
                 out.setdefault(new + suffix, value)
+    for k in NUMBERS:
+        if k in out and out[k] is None:
+            out[k] = math.nan
     return out
