@@ -319,18 +319,19 @@ SESSIONS = "sessions.jsonl"
 
 
 def record_session(out_dir: str | Path, started: float, status: str) -> None:
-    """Append one invocation's wall time to ``<out_dir>/sessions.jsonl``.
+    """Append one invocation's wall time to ``<out_dir>/timing/sessions.jsonl``.
 
     A resumable stage may be completed over several sittings; the sum of its sessions is the
     wall time the results took. ``started`` is a ``time.time()`` stamp (seconds).
     """
     now = time.time()
-    append_jsonl(Path(out_dir) / SESSIONS, {
+    append_jsonl(Path(out_dir) / TIMING / SESSIONS, {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "wall_s": round(now - started, 3), "status": status})
 
 
 def sessions_wall(out_dir: str | Path) -> tuple[float, int]:
     """``(total wall seconds, number of sessions)`` recorded in ``out_dir``."""
-    rows = list(read_jsonl(Path(out_dir) / SESSIONS))
+    rows = [*read_jsonl(Path(out_dir) / SESSIONS),  # where folders before issue 63 kept them
+            *read_jsonl(Path(out_dir) / TIMING / SESSIONS)]
     return float(sum(r["wall_s"] for r in rows)), len(rows)

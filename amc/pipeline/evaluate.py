@@ -13,9 +13,11 @@ exactly once with finite metrics and writes the full record ``<out_dir>/evaluati
 (status ``complete``, ``incomplete`` or ``failed``, models, settings, per-method summaries) and
 the small DVC metrics file ``evaluate.metrics_file`` (a few headline numbers,
 :mod:`amc.pipeline.artifacts`, so ``dvc metrics show`` fits a terminal) beside
-``<out_dir>/metrics.json`` (not a DVC metric: ``complete``, ``tasks``, ``wall_s`` and per spec
+``<out_dir>/metrics.json`` (not a DVC metric: ``complete``, ``tasks`` and per spec
 ``success``, ``oracle_best``, ``deployable_reward`` (when measured) and
-``max_weight_reward``). Summaries are over tasks (seeds averaged first); the record also holds
+``max_weight_reward``). Wall times are not in these records, whose bytes a rerun reproduces:
+each sitting's is in ``<out_dir>/timing/sessions.jsonl`` (:func:`amc.results.sessions_wall`).
+Summaries are over tasks (seeds averaged first); the record also holds
 every SMC-type method's paired difference to Best-of-N at the same N with a 95% t interval
 over tasks (:func:`amc.reports.paired.paired_to_bon`).
 A failed run still writes its record (status ``failed``) so that a later promotion refuses it.
@@ -61,7 +63,6 @@ from amc.reports.paired import paired_to_bon
 from amc.results import (
     record_session,
     results_path,
-    sessions_wall,
     write_json_atomic,
 )
 from amc.runner import METRICS, run_methods, summarise
@@ -193,8 +194,7 @@ def mark_running(p: PipelineParams) -> None:
 def flat_metrics(ev: dict[str, Any]) -> dict[str, float | int]:
     """The DVC metrics of a record: flat keys, numbers only."""
     out: dict[str, float | int] = {"complete": int(ev["status"] == "complete"),
-                                   "tasks": int(ev.get("n_tasks") or 0),
-                                   "wall_s": round(float(ev.get("wall_s") or 0.0), 1)}
+                                   "tasks": int(ev.get("n_tasks") or 0)}
     for spec, m in ev["methods"].items():
         for k in METRICS_PER_METHOD:
             if math.isfinite(float(m.get(k, math.nan))):  # JSON has no NaN: unmeasured is absent
@@ -225,7 +225,6 @@ def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
         if bad:
             problems.append(f"{key}: non-finite metrics on tasks {bad[:5]}")
     status = "failed" if error else ("incomplete" if problems else "complete")
-    wall, sessions = sessions_wall(p.evaluate.out_dir)
     rows = {r["method"]: r for r in summarise(results) if r["runs"]}
     roles = {m["spec"]: m for m in pl["methods"]}
     methods = {s: {"role": roles[s]["role"], "n": roles[s]["n"], **{
@@ -233,7 +232,7 @@ def finalize(p: PipelineParams, error: str | None = None) -> dict[str, Any]:
     out = {"status": status, "error": error, "problems": problems[:20], "env": p.env.name,
            "prior": p.prior.name, "split": p.evaluate.split, "n_tasks": len(pl["tasks"]),
            "seeds": pl["seeds"], "n_grid": pl["n_grid"], "models": pl["models"],
-           "wall_s": wall, "sessions": sessions, "config": resolved_config(p),
+           "config": resolved_config(p),
            "methods": methods, "paired": paired_to_bon(methods, results),
            "room": room_record(p, pl, results),
            "warnings": [w for m in methods.values() for w in m.get("warnings") or ()]}

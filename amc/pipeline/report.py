@@ -237,8 +237,7 @@ def summary(ev: dict[str, Any], promotion: dict[str, Any] | None,
     keep = ("role", "n", "tasks", "runs", *(k + s for k in METRICS for s in ("", "_se")),
             "tokens_per_task", "cost_per_task")
     return {"env": ev["env"], "eval_status": ev["status"], "n_tasks": ev.get("n_tasks"),
-            "seeds": ev.get("seeds"), "wall_s": ev.get("wall_s"), "sessions": ev.get("sessions"),
-            "config": ev.get("config"),
+            "seeds": ev.get("seeds"), "config": ev.get("config"),
             "methods": {s: {k: m.get(k) for k in keep} for s, m in ev["methods"].items()},
             "calibration": calib, "paired": paired or {}, "paired_values": paired_values or {},
             "promotion": None if promotion is None else {

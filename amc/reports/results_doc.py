@@ -35,7 +35,7 @@ from typing import Any
 
 from amc.reports.run_summary import describe_config, load_run_summary, upgrade_summary
 from amc.reports.table import plus_minus
-from amc.results import write_json_atomic
+from amc.results import sessions_wall, write_json_atomic
 
 METRICS = (("deployable_reward", "deployable (value-selected)"),
            ("oracle_best", "oracle best-of-pool"),
@@ -242,6 +242,17 @@ def _paired_block(paired: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
             "within a task; 95% Student-t interval over tasks:", "", paired_table(paired)]
 
 
+def with_wall(s: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A pipeline summary with the evaluation's wall time: since issue 63 it is not in the
+    summary (whose bytes a rerun reproduces) but in the evaluation folder's
+    ``timing/sessions.jsonl`` (:func:`amc.results.sessions_wall`), read when it is here."""
+    out_dir = ((s.get("config") or {}).get("evaluate") or {}).get("out_dir")
+    if s.get("wall_s") is not None or not out_dir:
+        return s
+    wall, n = sessions_wall(out_dir)
+    return {**s, "wall_s": wall, "sessions": n} if n else s
+
+
 def _pipeline_section(s: Mapping[str, Any], intro: str | None, pngs: list[Path],
                       assets: Path) -> list[str]:
     """The pipeline's evaluation: settings, table, reading, calibration, promotion, plots."""
@@ -338,7 +349,8 @@ def write_results_doc(summary_file: str | Path | None, plots_dir: str | Path, ou
         pngs = sorted(Path(plots_dir).glob("*.png")) if Path(plots_dir).is_dir() else []
         for p in pngs:
             _copy(p, assets / p.name)
-        parts += _pipeline_section(upgrade_summary(json.loads(Path(summary_file).read_text())),
+        parts += _pipeline_section(with_wall(upgrade_summary(json.loads(
+                                       Path(summary_file).read_text()))),
                                    intro, pngs, assets)
     elif intro:
         parts += [intro, ""]

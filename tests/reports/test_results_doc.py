@@ -181,3 +181,21 @@ def test_paired_table_shows_intervals_and_na_for_unmeasured():
     assert "+0.100 [+0.060, +0.140], p 0.012 |" in line
     assert "+0.100 ± 0.020" in line and "| n/a |" in line and "+0.100 [+0.060, +0.140]" in line
     assert paired_table({}) == ""
+
+
+def test_a_pipeline_summary_gets_its_wall_time_from_the_evaluations_timing(tmp_path):
+    """Issue 63: the wall time is no longer in summary.json (a rerun reproduces its bytes);
+    the document reads it from the evaluation folder's timing/sessions.jsonl."""
+    import time
+
+    from amc.reports.results_doc import with_wall
+    from amc.results import record_session
+
+    ev = tmp_path / "eval"
+    s = {"env": "synthetic", "config": {"evaluate": {"out_dir": str(ev)}}, "methods": {}}
+    assert with_wall(s) == s  # no sitting recorded: nothing claimed
+    record_session(ev, time.time() - 90.0, "finished")
+    assert (ev / "timing" / "sessions.jsonl").is_file()
+    got = with_wall(s)
+    assert got["sessions"] == 1 and 89.0 <= got["wall_s"] < 3600.0
+    assert with_wall({**s, "wall_s": 5400.0, "sessions": 2})["wall_s"] == 5400.0  # kept as is
