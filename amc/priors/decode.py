@@ -46,17 +46,23 @@ def decode_batch(model: Any, ids: torch.Tensor, attn: torch.Tensor, max_new_toke
 def decode_loop(model: Any, logits: torch.Tensor, cache: Any, attn: torch.Tensor,
                 last_pos: torch.Tensor, max_new_tokens: int,
                 draw: Callable[[torch.Tensor], torch.Tensor], *, eos_id: int, pad_id: int,
-                newline: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+                newline: torch.Tensor | None, drop_finished: bool = False,
+                ) -> tuple[torch.Tensor, torch.Tensor]:
     """The sampling loop after the prompts are in ``cache`` (:func:`decode_batch`'s result).
 
     ``logits``: the prompts' last-position logits, (B, V) float32; ``attn``: the cache's
     padding mask, (B, T); ``last_pos``: each prompt's last position id, (B, 1).
+    ``drop_finished``: rows that stopped leave the batch (their cache rows are dropped) and
+    ``draw`` sees them as certain to write ``pad_id``: a step costs the rows still writing,
+    not the batch. Needs a cache of ``DynamicLayer``s and a ``draw`` whose rows do not share
+    a generator (each row's draws are its own either way).
     """
-    b = logits.shape[0]
+    b, v = logits.shape
     device = logits.device
     out = torch.full((b, max_new_tokens), pad_id, device=device)
     finished = torch.zeros(b, dtype=torch.bool, device=device)
     lengths = torch.zeros(b, dtype=torch.long, device=device)
+    active = torch.arange(b, device=device)  # the rows the cache holds, in its batch order
     pos = last_pos
     for t in range(max_new_tokens):
         nxt = draw(logits)
@@ -69,10 +75,21 @@ def decode_loop(model: Any, logits: torch.Tensor, cache: Any, attn: torch.Tensor
         finished |= stop
         if bool(finished.all()) or t == max_new_tokens - 1:
             break
-        step_ids = nxt[:, None]
+        if drop_finished and bool(finished[active].any()):
+            keep = (~finished[active]).nonzero()[:, 0]  # positions in the current batch
+            for layer in cache.layers:
+                layer.batch_select_indices(keep)
+            attn, pos, active = attn[keep], pos[keep], active[keep]
+        step_ids = nxt[active][:, None]
         attn = torch.cat([attn, torch.ones_like(step_ids)], dim=1)
         pos = pos + 1
         res = model(input_ids=step_ids, attention_mask=attn, position_ids=pos,
                     cache=cache, use_cache=True, logits_to_keep=1)
-        cache, logits = res.cache, res.logits[:, -1, :].float()
+        cache, step_logits = res.cache, res.logits[:, -1, :].float()
+        if drop_finished:  # stopped rows: one certain token (cheap to filter and draw)
+            logits = torch.full((b, v), float("-inf"), device=device)
+            logits[:, pad_id] = 0.0
+            logits[active] = step_logits
+        else:
+            logits = step_logits
     return out, lengths
