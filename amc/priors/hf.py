@@ -7,6 +7,13 @@ loop keeps running. Each row samples with its *own* ``torch.Generator`` seeded f
 request seed the particle's generator supplied, so a particle's sample does not depend on
 which other particles share its batch (up to floating-point effects of padding).
 
+KV reuse (``kv_reuse``, default on; :mod:`amc.priors.kv_cache`): each prompt is prefilled
+alone on the longest token prefix it shares with a recent prompt -- a particle's previous
+step, its parent's after a resampling -- so a step runs only the particle's new tokens (the
+last steps and the menu) and a prompt seen before runs none; the rows are then decoded in one
+batch from which stopped rows drop out. Same distribution as a whole prefill: logits within
+~1e-5 (fp32), identical seeded samples in the tests (tests/priors/test_kv_cache.py).
+
 Sampling is temperature, then top-k, then top-p (llama.cpp-like truncation; measured: pure
 temperature sampling makes small models markedly worse). Prompts are the same renderings as
 the API priors: the few-shot completion transcript (default; stops at the newline) or the
