@@ -35,6 +35,7 @@ functions are pure.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import math
@@ -205,7 +206,9 @@ def drop_stale(cfg: RunConfig) -> list[Path]:
     """Delete results files of ``cfg`` written under another configuration (DVC persists them).
 
     Returns the deleted paths. Files of the current configuration are kept (resume), and so
-    are files sampled alike under another selection value: the runner re-selects them.
+    are files sampled alike under another selection value: the runner re-selects them. A kept
+    file must read cleanly (a damaged line or a task recorded twice: ``ValueError`` naming
+    file:line), checked here for every unit before the first one runs.
     """
     dropped = []
     for m in resolve_methods(cfg):
@@ -217,6 +220,8 @@ def drop_stale(cfg: RunConfig) -> list[Path]:
                     and first.get("sample_hash") != sample:
                 path.unlink()
                 dropped.append(path)
+            else:
+                collections.deque(read_task_records(path), maxlen=0)
     return dropped
 
 

@@ -111,3 +111,10 @@ def test_a_record_missing_a_requested_method_is_incomplete_and_a_repeat_is_refus
     path.write_text(path.read_text() + path.read_text().splitlines()[0] + "\n")
     with pytest.raises(ValueError, match=rf"{path}:3: task .* is recorded twice \(line 1"):
         evaluate.finalize(p)
+    # and by a rerun before any unit runs: bon (second) is damaged, react lacks a task
+    bon = p.evaluate.out_dir / "bon@8__seed0.jsonl"
+    bon.write_text(bon.read_text() + bon.read_text().splitlines()[0] + "\n")
+    path.write_text(path.read_text().splitlines()[1] + "\n")
+    with pytest.raises(ValueError, match=rf"{bon}:3: task .* is recorded twice"):
+        evaluate.evaluate(p, progress=False)
+    assert len(path.read_text().splitlines()) == 1  # react's missing task did not run first
