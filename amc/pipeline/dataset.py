@@ -65,9 +65,11 @@ def _manifest_files(p: PipelineParams, src: Path) -> tuple[dict[str, Any], list[
     return manifest, [src / name for name in manifest["files"]]
 
 
-def current_histories(p: PipelineParams, files: list[Path]) -> tuple[list[Any], list[str]]:
+def current_histories(p: PipelineParams, files: list[Path], manifest: dict[str, Any]
+                      ) -> tuple[list[Any], list[str]]:
     """(the trajectories of the tasks the collect section selects now, the collected tasks
-    left out); a selected task the collection lacks is a ``ValueError`` naming the key."""
+    left out); a selected task the collection lacks is a ``ValueError`` naming the key that
+    changed since the collection (its manifest's split and max_tasks, else the held-out sets)."""
     from amc.value.data import read_trajectories
 
     histories = read_trajectories([str(f) for f in files])
@@ -75,10 +77,12 @@ def current_histories(p: PipelineParams, files: list[Path]) -> tuple[list[Any], 
     have = {h.task_id for h in histories}
     missing = [t for t in want if t not in have]
     if missing:
-        raise ValueError(f"collect: the collection in {p.collect.out_dir} lacks "
-                         f"{len(missing)} task(s) the section selects now (e.g. {missing[0]!r}; "
-                         "collect.split, collect.max_tasks or collect.exclude_tasks_files "
-                         "changed since it ran): rerun collect")
+        then = manifest.get("config") or {}
+        key = next((f"collect.{k}" for k in ("split", "max_tasks") if k in then
+                    and then[k] != getattr(p.collect, k)), "collect.exclude_tasks_files")
+        raise ValueError(f"{key}: changed since the collection in {p.collect.out_dir}, which "
+                         f"lacks {len(missing)} task(s) the collect section selects now (e.g. "
+                         f"{missing[0]!r}): rerun collect")
     keep = set(want)
     return [h for h in histories if h.task_id in keep], sorted(have - keep)
 
@@ -103,7 +107,7 @@ def run(p: PipelineParams) -> dict[str, Any]:
     started = time.time()
     manifest, files = collected_files(p)
     opts = options(p)  # before writing: a bad section must not leave a half-written dataset
-    histories, left_out = current_histories(p, files)
+    histories, left_out = current_histories(p, files, manifest)
     out = p.dataset.out_dir
     before = json.loads((out / SOURCE).read_text()) if (out / SOURCE).is_file() else {}
     card = build_dataset(histories, out, opts)

@@ -54,10 +54,14 @@ def test_the_dataset_applies_todays_held_out_sets_and_max_tasks(workdir: Path) -
     collect.run(load_params())
     dataset.run(load_params())
     assert trained_tasks() == set(tasks[:2])
-    # the held-out set moves a task not collected into the selection: refused, not shrunk
-    write(exclude_tasks_files=["held.json"], max_tasks=4)
-    with pytest.raises(ValueError, match=r"^collect: the collection in .* lacks 1 task\(s\) "
-                                         r".*rerun collect"):
+    # held-out sets move a task never collected into the selection: refused, naming the key
+    Path("held.json").write_text(json.dumps({"tasks": tasks[:3]}))
+    write(exclude_tasks_files=["held.json"], max_tasks=2)
+    with pytest.raises(ValueError, match=r"^collect.exclude_tasks_files: changed since the "
+                                         r"collection in .* lacks 1 task\(s\) .*rerun collect"):
+        dataset.run(load_params())
+    write(max_tasks=5)  # the last collection took 2
+    with pytest.raises(ValueError, match=r"^collect.max_tasks: changed since the collection"):
         dataset.run(load_params())
 
 
