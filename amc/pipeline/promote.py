@@ -64,7 +64,7 @@ from amc.pipeline.lineage import annotate_version
 from amc.pipeline.params import PipelineParams, stage_main
 from amc.pipeline.promote_params import PromoteParams
 from amc.pipeline.rounds import active_round, finish_round
-from amc.results import write_json_atomic
+from amc.results import TIMING, write_json_atomic
 from amc.smc.records import TaskResult
 from amc.stats import mean_se, tasks_for_power
 
@@ -331,7 +331,10 @@ def promote(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
                          f"Gate {d['decided_at']}: {'promoted' if d['promote'] else 'kept'}, "
                          f"{d['reason']}")
     d["champion_after"] = current_aliases(p, name)["champion"] if name else None
-    write_json_atomic(p.promote.out_file, d)
+    # the decision's bytes are what a rerun reproduces; when it was made is a record of the run
+    write_json_atomic(p.promote.out_file, {k: v for k, v in d.items() if k != "decided_at"})
+    write_json_atomic(p.promote.out_file.parent / TIMING / p.promote.out_file.name,
+                      {"decided_at": d["decided_at"]})
     write_json_atomic(p.promote.metrics_file, promotion_headline(d))  # the rest: out_file
     r = active_round(p)
     if track:

@@ -160,6 +160,7 @@ def run(p: PipelineParams) -> dict[str, Any]:
     outputs are in place): nothing is trained or registered, the result says ``reused``.
     """
     from amc.value.train import train
+    from amc.value.train_run import TIMING_SUFFIXES
 
     src = check_source(p)
     cfg = config(p)
@@ -178,7 +179,8 @@ def run(p: PipelineParams) -> dict[str, Any]:
     mlflow.MlflowClient().set_model_version_tag(model_name(p), version, FINGERPRINT_TAG, fp)
     label(p, res.run_id, src, digest)
     metrics = {k: float(v) for k, v in res.best.items() if math.isfinite(float(v))}
-    write_json_atomic(p.train.out_dir / DETAIL, {"version": int(version), **metrics})
+    write_json_atomic(p.train.out_dir / DETAIL, {"version": int(version), **{  # no run times:
+        k: v for k, v in metrics.items() if not k.endswith(TIMING_SUFFIXES)}})  # timing/
     write_json_atomic(p.train.metrics_file, train_headline(version, metrics))
     out = {"model": model_name(p), "version": version, "run_id": res.run_id, **metrics}
     r = src.get("round")

@@ -5,8 +5,9 @@ a :class:`TrainConfig`, write into :func:`output_dir`, check the dataset's rende
 against the model's token limit (:func:`check_budget`), open their MLflow run with
 :func:`start_run` (resolved config as params and a JSON artifact, tags for the git commit and
 the dataset's content hash) and end it with :func:`finish_run`: save the model, write
-``metrics.json``, log a reliability plot, the metrics and the model (a pyfunc, registered as
-``amc-value-<env>`` with the alias ``challenger`` unless told not to) and return a
+``metrics.json`` (run times apart, in ``timing/``), log a reliability plot, the metrics and
+the model (a pyfunc, registered as ``amc-value-<env>`` with the alias ``challenger`` unless
+told not to) and return a
 :class:`TrainResult`. Both trainers import this module; it imports neither.
 """
 
@@ -138,6 +139,11 @@ def start_run(cfg: TrainConfig, card: dict[str, Any], render: Any) -> Any:
     return run
 
 
+TIMING_SUFFIXES = ("_seconds", "_per_s")
+"""Metrics that time the run (seconds, throughput): kept out of the saved model's files, whose
+bytes a rerun reproduces, in ``<out>/timing/train.json`` (and the MLflow run) instead."""
+
+
 @dataclass
 class FinalEval:
     """The best model's validation metrics and predictions, and its test metrics."""
@@ -157,10 +163,14 @@ def finish_run(model: Any, tok: Any, cfg: TrainConfig, out: Path, render: Any,
     final["best_epoch"] = float(best_epoch)
     final.update(extra)
     samples_per_s = extra.get("train_samples_per_s", 0.0)
+    kept = {k: v for k, v in final.items() if not k.endswith(TIMING_SUFFIXES)}
     model_dir = model.save(out / "model", tok, extra={
         "render": render.model_dump(mode="json"), "env": cfg.env,
-        "dataset_hash": card["content_hash"], "metrics": final})
-    (out / "metrics.json").write_text(json.dumps({"history": history, "final": final}, indent=2))
+        "dataset_hash": card["content_hash"], "metrics": kept})
+    (out / "metrics.json").write_text(json.dumps({"history": history, "final": kept}, indent=2))
+    (out / "timing").mkdir(exist_ok=True)  # ignored by DVC (.dvcignore); MLflow logs it too
+    (out / "timing" / "train.json").write_text(json.dumps(
+        {k: v for k, v in final.items() if k not in kept}, indent=2))
     result = TrainResult(model_dir, history, best_epoch, final, samples_per_s=samples_per_s)
     if run is None:
         return result

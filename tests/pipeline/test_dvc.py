@@ -70,7 +70,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
     pr = Project(root)
     for cmd in (["git", "init", "-q"], ["git", "config", "user.email", "t@amc.invalid"],
                 ["git", "config", "user.name", "amc test"], ["dvc", "init", "-q"],
-                ["dvc", "config", "core.analytics", "false"], ["git", "add", "-A"],
+                ["dvc", "config", "core.analytics", "false"],
+                ["cp", str(ROOT / ".dvcignore"), ".dvcignore"], ["git", "add", "-A"],
                 ["git", "commit", "-qm", "toy pipeline"]):
         pr.run(*cmd)
     pr.log = pr.run("dvc", "repro")  # type: ignore[attr-defined]
@@ -101,6 +102,12 @@ def test_repro_produces_every_output(project: Project) -> None:
     assert {"react", "bon@4", "smc@4", "smc@4+challenger"} <= set(ev["methods"])
     pr = json.loads((r / "data/promotion/decision.json").read_text())
     assert pr["promote"] and pr["reason"] == "no champion yet"
+    # run records (when, how fast) stay in timing/, outside the bytes a rerun reproduces
+    assert "decided_at" not in pr
+    assert json.loads((r / "data/promotion/timing/decision.json").read_text())["decided_at"]
+    trained = json.loads((r / "models/value/metrics.json").read_text())  # the stage's detail
+    timed = json.loads((r / "models/value/timing/train.json").read_text())
+    assert "train_samples_per_s" in timed and not set(timed) & set(trained)
     summary = json.loads((r / "data/report/summary.json").read_text())
     assert summary["methods"]["bon@4"]["success_se"] is not None
     assert "wall_s" not in summary and summary["config"] == ev["config"]
