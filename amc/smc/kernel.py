@@ -281,8 +281,9 @@ class Kernel:
             live = pop.live
             f, usage = await score_states(self.value, [pop.histories[i] for i in live], live)
             pop = replace(reweight(pop, live, f, beta), usage=pop.usage + usage)
-            for i, fi in zip(live, f, strict=True):
-                values[i] = fi
+            if not getattr(self.value, "constant_by_design", False):  # f = 0: no value
+                for i, fi in zip(live, f, strict=True):
+                    values[i] = fi
         ess, log_w = pop.log_w.ess(), pop.log_w.log_w.tolist()  # what resampling sees
         res, decisive = None, None
         dropped: list[Environment] = []

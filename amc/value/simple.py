@@ -15,6 +15,11 @@ from amc.types import History
 class ZeroValue:
     """f(s) = 0 for every state."""
 
+    constant_by_design = True
+    """It ranks nothing, on purpose (SMC with no value): the sampler does not record its
+    scores as a value's (``StepInfo.values`` stays null), so no run warns that it scored
+    every particle alike (:mod:`amc.smc.value_spread`)."""
+
     async def score(self, histories: Sequence[History]) -> list[float]:
         return [0.0] * len(histories)
 

@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from amc.cli import app
+from amc.registry import VALUES
 from amc.smc.records import StepInfo, TaskResult
 from amc.smc.value_spread import (
     ValueSpread,
@@ -57,7 +58,21 @@ ARGS = ["run", "--env", "synthetic", "-m", "smc,bon", "-n", "6", "--steps", "3",
         "--beta", "0.5", "--resample-steps", "1,2", "--max-tasks", "4", "--quiet"]
 
 
-@pytest.mark.parametrize("value,warns", [("none", True), ("exact", False)])
+class HalfValue:
+    """A value that should rank states but scores every one 0.5 (a broken zero-shot value)."""
+
+    async def score(self, histories):
+        return [0.5] * len(histories)
+
+    async def aclose(self):
+        pass
+
+
+if "test-half" not in VALUES.names():
+    VALUES.register("test-half")(lambda **_: HalfValue())
+
+
+@pytest.mark.parametrize("value,warns", [("test-half", True), ("exact", False)])
 def test_a_run_summary_warns_of_a_constant_value_only(tmp_path, value, warns):
     r = CliRunner().invoke(app, [*ARGS, "--value", value, "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
@@ -69,3 +84,13 @@ def test_a_run_summary_warns_of_a_constant_value_only(tmp_path, value, warns):
     assert (smc["value_constant_share"] == 1.0) is warns
     assert bool(smc["warnings"]) is warns
     assert ("warning: smc: its value gave every particle" in r.output) is warns
+
+
+def test_no_value_by_design_is_not_warned_about(tmp_path):
+    """SMC with ``none`` (f = 0, the pipeline's zero-shot default) ranks nothing on purpose:
+    its scores are not recorded as a value's, so nothing warns (issue 63)."""
+    r = CliRunner().invoke(app, [*ARGS, "--value", "none", "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    smc = next(row for row in json.loads((tmp_path / "summary.json").read_text())["methods"]
+               if row["method"] == "smc")
+    assert smc["value_groups"] == 0 and smc["warnings"] == [] and "warning" not in r.output
