@@ -99,9 +99,11 @@ class ValuePyfunc(PythonModel):
             column, rows = _rows(model_input)
             texts = ([self.renderer(history_from_json(r)) for r in rows]
                      if column == HISTORY_COL else [str(t) for t in rows])
+            batch = int((params or {}).get("batch_size", 64))
+            if batch < 1:
+                raise ValueError(f"params.batch_size must be >= 1, got {batch}")
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             raise BadRequest(err) from None
-        batch = int((params or {}).get("batch_size", 64))
         raw = predict_texts(self.model, self.tokenizer, texts, batch)
         value, status = bound_values(raw, self.lo, self.hi)
         return pd.DataFrame({"value": value, "raw": raw, "status": status})

@@ -283,6 +283,7 @@ async def test_run_with_remote_value_equals_in_process_champion(
     {"dataframe_records": [{"history": "not json"}]},
     {"dataframe_records": [{"history": json.dumps({"observation0": "x", "steps": [{}]})}]},
     {"dataframe_records": [{"state": "x"}]},
+    {"dataframe_records": [{"text": "x"}], "params": {"batch_size": 0}},
 ])
 def test_a_malformed_request_is_a_one_line_json_400_without_a_stack_trace(server, body) -> None:
     """Issue 64: a row without observation0 was answered 400 with a full Python stack trace."""
