@@ -113,7 +113,7 @@ def textcraft_prompts(few_shot: bool) -> list[str]:
     suite = TextCraftSuite(TextCraftOptions(min_depth=2, max_depth=2))
     task = suite.task_ids("train")[0]
     env = suite.make()
-    obs0, steps, out = env.reset(task), [], []
+    obs0, steps, out = env.reset(task), list[Step](), list[str]()
     for action in plan(suite.book, suite.tasks.goal(task))[:2]:
         h = History(task, obs0, tuple(steps), tuple(env.valid_actions() or ()))
         out.append(completion_prompt(h, "textcraft", "menu", few_shot=few_shot,
