@@ -107,7 +107,7 @@ def outcomes(records: Iterable[Mapping[str, Any]], threshold: float,
     out: dict[str, list[bool]] = defaultdict(list)
     for rec in records:
         if budget is not None and rec.get("budget") is not None and budget > rec["budget"]:
-            raise ValueError(f"budget {budget} > the {rec['budget']} steps the rollouts ran "
+            raise ValueError(f"--budget: {budget} > the {rec['budget']} steps the rollouts ran "
                              "under: a longer budget cannot be calibrated from them")
         for traj in rec["trajectories"]:
             if traj.get("failure") is None:
@@ -121,18 +121,19 @@ def calibrate(records: Iterable[Mapping[str, Any]], *, k_lo: int = 4, k_hi: int 
     """Best-of-k_lo vs Best-of-k_hi of the prior over the tasks of ``records``.
 
     Raises ``ValueError`` when k_lo >= k_hi, when there are no rollouts, or when a task has fewer
-    than k_hi rollouts (its pass@k_hi cannot be estimated).
+    than k_hi rollouts (its pass@k_hi cannot be estimated); the message starts with the flag of
+    ``amc calibrate`` to change.
     """
     if not 1 <= k_lo < k_hi:
-        raise ValueError(f"need 1 <= k_lo < k_hi, got {k_lo}, {k_hi}")
+        raise ValueError(f"--k-lo, --k-hi: need 1 <= k_lo < k_hi, got {k_lo}, {k_hi}")
     if budget is not None and budget < 1:
-        raise ValueError(f"budget must be >= 1 step, got {budget}")
+        raise ValueError(f"--budget: must be >= 1 step, got {budget}")
     by_task = outcomes(records, threshold, budget)
     if not by_task:
         raise ValueError("no rollouts to calibrate on")
     short = sorted(t for t, xs in by_task.items() if len(xs) < k_hi)
     if short:
-        raise ValueError(f"{len(short)} task(s) have fewer than {k_hi} rollouts "
+        raise ValueError(f"--k-hi: {len(short)} task(s) have fewer than {k_hi} rollouts "
                          f"(e.g. {short[0]!r}: {len(by_task[short[0]])}); collect with "
                          f"rollouts >= {k_hi}")
     rows = tuple(

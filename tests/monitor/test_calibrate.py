@@ -138,6 +138,9 @@ def test_a_task_recorded_twice_is_refused_with_file_and_line(tmp_path: Path, con
         f"error: {d / 'bon@4__seed0.jsonl'}:3: task 't0' is recorded twice (line 1, then "
         f"{how}); the file is damaged: delete that line (or move the file away; its tasks "
         "then rerun) and run again")
+    (d / "bon@4__seed0.jsonl").write_text("\n".join(lines) + "\n")
+    res = CliRunner().invoke(app, ["calibrate", str(d), "--k-lo", "2", "--k-hi", "8"])
+    assert res.exit_code == 2 and res.output.startswith("error: --k-hi: 2 task(s) have fewer")
 
 
 def test_one_seed_in_two_methods_files_is_refused(tmp_path: Path):
