@@ -4,7 +4,8 @@
     amc.monitor               checks of a deployed model (drift, calibration)
     amc.pipeline              one module per stage, the stage table and the stages' helpers
     amc.runner, amc.estimate  running methods over tasks
-    amc.grpo, amc.reports     fine-tuning the agent (the white-box reference); documents
+    amc.grpo, amc.sft         fine-tuning the agent (GRPO, the white-box reference; SFT, the
+                              fine-tuned prior); amc.reports: documents
     amc.smc amc.envs amc.priors amc.value amc.tracking amc.results amc.stats   the method, its parts
     amc.run_hash                                                      what a results file hashes
     amc.protocols amc.registry amc.config                             contracts and config
@@ -32,7 +33,8 @@ LAYERS: dict[str, int] = {
     "amc.protocols": 1, "amc.registry": 1, "amc.config": 1,
     "amc.smc": 2, "amc.envs": 2, "amc.priors": 2, "amc.value": 2, "amc.tracking": 2,
     "amc.results": 2, "amc.stats": 2, "amc.progress": 2, "amc.run_hash": 2,
-    "amc.runner": 3, "amc.estimate": 3, "amc.grpo": 3, "amc.reports": 3,
+    "amc.runner": 3, "amc.estimate": 3, "amc.grpo": 3, "amc.sft": 3,
+    "amc.reports": 3,
     "amc.pipeline": 4,
     "amc.monitor": 5,
     "amc.cli": 6, "amc.__main__": 6, "flows": 6,
