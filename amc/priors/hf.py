@@ -160,13 +160,11 @@ class HFPrior(NextTokenLogprobs):
             self.tokenizer.pad_token = self.tokenizer.eos_token
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         if options.adapter is not None:
-            from peft import PeftModel
+            from amc.priors.adapter import merge_adapters
 
-            from amc.priors.adapter import resolve_adapter
-
-            # Merged into the base weights: decoding then costs what the frozen model costs.
-            peft = PeftModel.from_pretrained(model, resolve_adapter(options.adapter))
-            model = peft.merge_and_unload()  # the base model class
+            # Merged into the base weights (after the SFT adapter a GRPO policy started from):
+            # decoding then costs what the frozen model costs.
+            model = merge_adapters(model, options.adapter)
         self.model = model.to(self.device)  # type: ignore[arg-type]  # stubs: to(device) is fine
         self.model.eval()
         self.name = str(options.model) + (f"+{options.adapter}" if options.adapter else "")
