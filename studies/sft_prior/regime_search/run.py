@@ -1,0 +1,117 @@
+"""Collect one (checkpoint, depth) cell of the declared search, resumable, and keep it.
+
+    python -m studies.sft_prior.regime_search.run --step 100 --depth 2 [--keep-only]
+
+1. the checkpoint's adapter is kept in git under ``grpo/kept/sft-textcraft/step-NNNNNN`` (copied
+   from the SFT stage's ``grpo/sft/checkpoints`` the first time; refused if a kept copy
+   differs from the stage's, which would mean another run);
+2. ``amc run`` plays ``protocol.json``'s collection (Best-of-8, seeds 0 and 1, the validation
+   tasks) with the ``hf`` prior and that adapter, into ``runs/sft-search/step-NNNNNN/depthD``
+   (finished (task, method, seed) results are kept across restarts);
+3. the finished seed files are gzipped into ``evidence/sft-prior/regime-search/step-NNNNNN/
+   depthD/`` (what the analysis reads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+STAGE = REPO / "grpo/sft/checkpoints"
+KEPT = REPO / "grpo/kept/sft-textcraft"
+EVIDENCE = REPO / "evidence/sft-prior/regime-search"
+RUNS = REPO / "runs/sft-search"
+
+
+def protocol() -> dict[str, Any]:
+    return json.loads((HERE / "protocol.json").read_text())
+
+
+def step_dir(step: int) -> str:
+    return f"step-{step:06d}"
+
+
+def keep_adapter(step: int) -> Path:
+    """The kept adapter of checkpoint ``step`` (copied from the stage's output once)."""
+    kept, made = KEPT / step_dir(step), STAGE / step_dir(step)
+    files = ("adapter_model.safetensors", "adapter_config.json", "policy.json")
+    if kept.is_dir():
+        if made.is_dir() and any(not filecmp.cmp(kept / f, made / f, shallow=False)
+                                 for f in files[:1]):
+            raise SystemExit(f"error: {made} differs from the kept {kept}: another SFT run")
+        return kept
+    if not made.is_dir():
+        raise SystemExit(f"error: checkpoint {made} does not exist yet (run the sft stage)")
+    kept.mkdir(parents=True)
+    for f in files:
+        shutil.copy2(made / f, kept / f)
+    return kept
+
+
+def config(step: int, depth: int) -> dict[str, Any]:
+    """The ``amc run`` configuration of one cell."""
+    p = protocol()
+    col = p["collection"]
+    adapter = keep_adapter(step)
+    return {
+        "env": {"name": "textcraft", "options": {"reward": "binary", "min_depth": depth,
+                                                 "max_depth": depth, "n_distractors": 10}},
+        "prior": {"name": "hf", "options": {**p["prior"]["options"],
+                                            "adapter": str(adapter.relative_to(REPO))}},
+        "smc": {"max_steps": col["max_steps"][str(depth)], "success_threshold": 1.0},
+        "methods": [col["method"]], "task_ids": col["tasks"][str(depth)],
+        "seeds": col["seeds"], "max_concurrent_tasks": 1,
+        "out_dir": str((RUNS / step_dir(step) / f"depth{depth}").relative_to(REPO)),
+    }
+
+
+def keep_results(step: int, depth: int) -> int:
+    """Gzip the cell's seed files into the evidence folder; returns the records kept."""
+    src = RUNS / step_dir(step) / f"depth{depth}"
+    dst = EVIDENCE / step_dir(step) / f"depth{depth}"
+    dst.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for f in sorted(src.glob("bon@*__seed*.jsonl")):
+        lines = [x for x in f.read_text().splitlines(keepends=True) if x.endswith("\n")]
+        n += len(lines)
+        with gzip.GzipFile(dst / (f.name + ".gz"), "wb", mtime=0) as out:
+            out.write("".join(lines).encode())
+    return n
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--step", type=int, required=True)
+    ap.add_argument("--depth", type=int, required=True)
+    ap.add_argument("--keep-only", action="store_true", help="only keep finished results")
+    a = ap.parse_args(argv)
+    p = protocol()["candidates"]
+    if a.step not in p["checkpoint"] or a.depth not in p["depth"]:
+        print(f"error: --step/--depth: not a declared cell ({p['checkpoint']}, {p['depth']})",
+              file=sys.stderr)
+        return 2
+    if not a.keep_only:
+        cfg_path = RUNS / step_dir(a.step) / f"depth{a.depth}.yaml"
+        cfg_path.parent.mkdir(parents=True, exist_ok=True)
+        cfg_path.write_text(yaml.safe_dump(config(a.step, a.depth), sort_keys=False))
+        rc = subprocess.call([sys.executable, "-m", "amc", "run", "-c", str(cfg_path)],
+                             cwd=REPO)
+        if rc != 0:
+            return rc
+    print(f"kept {keep_results(a.step, a.depth)} records of {step_dir(a.step)} depth {a.depth}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
