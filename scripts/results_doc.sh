@@ -21,6 +21,12 @@ Z=evidence/llm-regime/zero-shot-yesno-auc.md
 [ -f "$R" ] && S+=(--section "Where could a value matter? The regime search's room (declared in studies/llm_regime/regime_search/protocol.json)=$R")
 [ -f "$T" ] && S+=(--section "A test set for the chosen regime=$T")
 [ -f "$Z" ] && S+=(--section "Does the zero-shot value rank siblings? (studies/llm_regime/zero_shot_auc.py)=$Z")
+# The fine-tuned prior (issue 61, studies/sft_prior): its SFT run's held-out skill by checkpoint,
+# then its declared regime search's skill by depth and room, once their studies have written them.
+F1=evidence/sft-prior/sft-run.md
+F2=evidence/sft-prior/regime-search/room.md
+[ -f "$F1" ] && S+=(--section "The embedded model taught TextCraft by the planner's demonstrations (SFT, LoRA): held-out skill by checkpoint (amc sft; studies/sft_prior)=$F1")
+[ -f "$F2" ] && S+=(--section "The fine-tuned prior's declared regime search: success by depth and checkpoint, room per regime (studies/sft_prior/regime_search/protocol.json)=$F2")
 # The value options' offline figures (issue 50, studies/value_options): the chosen regime's step 1,
 # then the old regime's steps 2 and 4; their own title line is dropped (the section names them).
 for V in chosen:results-chosen.md old:results.md; do
