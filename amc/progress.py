@@ -7,14 +7,23 @@ elapsed time and the ETA -- when a task finishes (at most every ``every_s`` seco
 the end, and, with ``heartbeat``, every ``every_s`` seconds while nothing finishes (tasks run
 concurrently and can all take minutes).
 :func:`progress_bar` picks one; both have tqdm's ``update`` / ``close``.
+
+Inside a pipeline stage or flow only these are wanted: :func:`quiet_libraries` turns off the
+libraries' own bars and chatter (datasets' ``Saving the dataset``, transformers' ``Loading
+weights``, MLflow's ``Downloading artifacts``, ``Validating input example``, ``Successfully
+registered model``); their warnings still show.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
+import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from tqdm.auto import tqdm
@@ -70,3 +79,34 @@ def progress_bar(total: int, initial: int, desc: str, *, enabled: bool,
         return LineProgress(total, initial, desc, unit, file=out, heartbeat=True)
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=out,
                 disable=not enabled, leave=False)
+
+
+QUIET_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+             "TRANSFORMERS_VERBOSITY": "error", "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+             "MLFLOW_LOGGING_LEVEL": "WARNING"}
+"""Read by the libraries when they are imported (or, for MLflow's bar, when they download)."""
+
+
+def quiet_libraries() -> None:
+    """The libraries' progress bars and info chatter off in this process (idempotent): the
+    environment for those imported later, their switches for those already imported.
+    (MLflow prints registrations past its log level: :func:`quiet_stderr` around them.)"""
+    for k, v in QUIET_ENV.items():
+        os.environ.setdefault(k, v)
+    if "datasets" in sys.modules:
+        sys.modules["datasets"].disable_progress_bars()
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].utils.logging.disable_progress_bar()
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # if it was imported already
+
+
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """Drop what a library call prints to stderr (MLflow's ``Successfully registered model``,
+    ``Created version``, printed whatever its log level)."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        yield

@@ -374,7 +374,9 @@ def stage_main(run: Any, argv: Sequence[str] | None = None) -> None:
     import sys
 
     from amc.errors import USER_ERRORS
+    from amc.progress import quiet_libraries
 
+    quiet_libraries()  # the stage's own lines and bars only
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) > 1 or (args and args[0].startswith("-")):
         raise SystemExit("usage: python -m amc.pipeline.<stage> [params.yaml]")

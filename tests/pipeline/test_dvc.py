@@ -48,6 +48,7 @@ class Project:
         proc = subprocess.run(args, cwd=self.root, env=self.env, capture_output=True,
                               text=True, timeout=2400)  # a loaded 2-core CI machine
         assert proc.returncode == 0, f"{args}: {proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        self.err = proc.stderr  # the last command's stderr (progress lines, warnings)
         return proc.stdout
 
     def set_param(self, key: str, value: object) -> None:
@@ -75,6 +76,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
                 ["git", "commit", "-qm", "toy pipeline"]):
         pr.run(*cmd)
     pr.log = pr.run("dvc", "repro")  # type: ignore[attr-defined]
+    pr.log_err = pr.err  # type: ignore[attr-defined]
     pr.run("git", "add", "-A")
     pr.run("git", "commit", "-qm", "repro")
     yield pr
@@ -136,8 +138,13 @@ def test_champion_alias_and_lineage_tags(project: Project) -> None:
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{project.root}/mlruns/mlflow.db")
     model = client.get_registered_model("amc-value-synthetic")
     assert {k: str(v) for k, v in model.aliases.items()} == {"challenger": "1", "champion": "1"}
+    assert model.description.startswith("AMC value model for synthetic:")
     names = {e.name: e.experiment_id for e in client.search_experiments()}
     assert {"amc-collect", "amc-value", "amc-evaluate", "amc-promote", "amc-report"} <= set(names)
+    for stage, exp in (("collect", "amc-collect"), ("train", "amc-value"),
+                       ("evaluate", "amc-evaluate"), ("promote", "amc-promote")):
+        for r in client.search_runs([names[exp]]):  # issue 63: no machine path as source
+            assert r.data.tags["mlflow.source.name"] == f"python -m amc.pipeline.{stage}", exp
     run = client.search_runs([names["amc-evaluate"]])[0]
     assert len(run.data.tags["git_commit"]) == 40
     assert run.data.tags["dvc.input.models/value"]  # the train stage's output hash in dvc.lock
@@ -246,3 +253,13 @@ def test_every_json_the_pipeline_writes_parses_strictly(project: Project) -> Non
                 json.loads(line, parse_constant=refuse)
             except ValueError as err:
                 raise AssertionError(f"{f.relative_to(project.root)}: {err}") from None
+
+
+def test_stages_show_their_own_progress_and_no_library_chatter(project: Project) -> None:
+    """Issue 63: training shows `train epoch k/K: i/n steps, ..` lines in a log, and none of
+    the libraries' bars or info lines reach the console."""
+    out = project.log + project.log_err  # type: ignore[attr-defined]
+    assert re.search(r"train epoch 1/1: \d+/\d+ steps, \d+ s", out), out[-3000:]
+    for chatter in ("Saving the dataset", "Loading weights", "Downloading artifacts",
+                    "Validating input example", "Successfully registered model"):
+        assert chatter not in out, chatter
