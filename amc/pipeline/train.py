@@ -33,8 +33,10 @@ from amc.pipeline.lineage import (
     dvc_input_hashes,
     log_dataset_input,
     run_name,
+    source_tags,
 )
 from amc.pipeline.params import PipelineParams, model_name, stage_main
+from amc.progress import quiet_stderr
 from amc.results import write_json_atomic
 
 CHALLENGER = "challenger"
@@ -74,7 +76,13 @@ def register(p: PipelineParams, model_uri: str, src: dict[str, Any],
 
     name = model_name(p)
     client = mlflow.MlflowClient()
-    version = str(mlflow.register_model(model_uri, name).version)
+    with quiet_stderr():
+        version = str(mlflow.register_model(model_uri, name).version)
+    if not client.get_registered_model(name).description:  # the registry's first page says
+        client.update_registered_model(name, description=(  # what the model is
+            f"AMC value model for {p.env.name}: V(s), the reward still to come from an agent "
+            "state, which twists SMC over the prior's trajectories. Alias challenger: the "
+            "latest trained version; champion: the one the promotion gate chose."))
     client.set_registered_model_alias(name, CHALLENGER, version)
     for key, val in (("amc.env", p.env.name), ("amc.prior", src.get("prior")),
                      ("dataset_hash", src.get("content_hash")), ("dataset_dvc", digest),
@@ -83,6 +91,14 @@ def register(p: PipelineParams, model_uri: str, src: dict[str, Any],
             client.set_model_version_tag(name, version, key, str(val))
     client.update_model_version(name, version, description=describe(p, src, digest))
     return version
+
+
+def open_round_of(p: PipelineParams, src: dict[str, Any]) -> int | None:
+    """The dataset's round while it is open, else None: a closed round's ledger is final, so a
+    model trained on its data later (a ``dvc exp run``, say) is tagged and named as of no
+    round, not as one the ledger does not list."""
+    r, rec = src.get("round"), rounds.current_round(p) if rounds.enabled(p) else None
+    return None if r is None or rec is None or int(rec["round"]) != int(r) else int(r)
 
 
 def describe(p: PipelineParams, src: dict[str, Any], digest: str | None) -> str:
@@ -163,6 +179,7 @@ def run(p: PipelineParams) -> dict[str, Any]:
     from amc.value.train_run import TIMING_SUFFIXES
 
     src = check_source(p)
+    src = {**src, "round": open_round_of(p, src)}
     cfg = config(p)
     if (done := reuse(p, src)) is not None:
         return done
@@ -200,7 +217,8 @@ def label(p: PipelineParams, run_id: str, src: dict[str, Any], digest: str) -> N
     tags = {"amc.stage": "train", "amc.model_name": model_name(p), "dataset_dvc": digest,
             "mlflow.runName": run_name("train", r, f"dataset {digest[:8]} · lr {p.train.lr:g} · "
                                               f"{p.train.epochs} ep"),
-            **context_tags(r), **dvc_input_hashes([str(p.dataset.out_dir)])}
+            **context_tags(r), **dvc_input_hashes([str(p.dataset.out_dir)]),
+            **source_tags("train")}  # not the path MLflow took from sys.argv[0]
     for key, val in tags.items():
         client.set_tag(run_id, key, val)
     log_dataset_input(run_id, p.dataset.out_dir, digest, context="training", round_=r)

@@ -269,3 +269,17 @@ def test_a_round_with_nothing_new_records_no_new_dataset_version(workdir: Path) 
     assert len(runs) == 1
     assert dataset.line(second).startswith(f"dataset {first['content_hash'][:8]} (unchanged, "
                                            "no new version): rows train ")
+
+
+def test_a_model_is_of_a_round_only_while_the_round_is_open(workdir: Path) -> None:
+    """Issue 63: `dvc exp run` after round 1 closed tagged its version amc.round=1 and named
+    its run `train r1`, though round 1's ledger, final, lists only the earlier version."""
+    from amc.pipeline.train import open_round_of
+
+    write_params()
+    p = load_params("params.yaml")
+    r = int(rounds.open_round(p)["round"])
+    assert open_round_of(p, {"round": r}) == r  # trained within the round
+    rounds.close_round(p, r)
+    assert open_round_of(p, {"round": r}) is None  # its data, after the ledger closed
+    assert open_round_of(p, {}) is None
