@@ -28,14 +28,30 @@ from prefect.cache_policies import NO_CACHE
 
 from amc.pipeline.lineage import dvc_commit
 from amc.pipeline.params import PipelineParams, load_params, overrides_tag
+from amc.progress import quiet_libraries
 from flows._artifacts import image_markdown
 
 DATA_EVAL_LIMIT = "amc-data-eval"
 """Global concurrency limit (1 slot) held while a flow writes ``evaluate.out_dir``."""
 
 
+def ensure_data_eval_limit() -> None:
+    """Create the 1-slot limit when it is missing (a flow run without ``flows.deploy``, which
+    makes it): otherwise Prefect skips it with a warning at every unit, and limits nothing."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_global_concurrency_limit_by_name(DATA_EVAL_LIMIT)
+        except ObjectNotFound:
+            client.upsert_global_concurrency_limit_by_name(DATA_EVAL_LIMIT, 1)
+
+
 def params(path: str, overrides: Sequence[str] = ()) -> PipelineParams:
-    """Load the pipeline params (every task calls this; cheap)."""
+    """Load the pipeline params (every task calls this; cheap), the libraries quiet (as in a
+    DVC stage: :func:`amc.progress.quiet_libraries`)."""
+    quiet_libraries()
     return load_params(path, list(overrides))
 
 

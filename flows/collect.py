@@ -54,7 +54,10 @@ def collect_flow(params_path: str = "params.yaml", overrides: list[str] | None =
     """Collect trajectories; returns the path of ``manifest.json``."""
     ov = list(overrides or [])
     started = time.time()  # the MLflow run of the collection starts here
-    n = shards or params(params_path, ov).flows.collect_shards
+    p = params(params_path, ov)
+    n = shards or p.flows.collect_shards
+    if (done := nothing_to_collect(p)) is not None:
+        return done
     r = open_round(params_path, ov)
     if r is not None:
         say(f"round {r}")
@@ -64,9 +67,23 @@ def collect_flow(params_path: str = "params.yaml", overrides: list[str] | None =
     manifest = merge(params_path, ov, started)
     record("collect", params_path, ov)
     m = json.loads(Path(manifest).read_text())  # the counts actually collected
-    say(f"collect done: {m['tasks']} tasks x {len(m['seeds'])} seeds = {m['records']} records, "
-        f"{m['records'] * m['rollouts']} rollouts in {Path(manifest).parent}")
+    res = stage.CollectResult(Path(manifest).parent, [], m["tasks"], m["records"], m["complete"])
+    say(stage.line(p, res))  # the stage's own line, as under dvc repro
     return manifest
+
+
+def nothing_to_collect(p: Any) -> str | None:
+    """The manifest path when every (task, seed) is already collected and recorded (no rounds:
+    a round always collects fresh seeds), after saying so; None when there is work."""
+    manifest = p.collect.out_dir / stage.MANIFEST
+    if rounds.enabled(p) or not manifest.is_file() \
+            or not json.loads(manifest.read_text()).get("complete") \
+            or set(stage.all_tasks(p)) - stage.collected(p):
+        return None
+    m = json.loads(manifest.read_text())
+    say(f"collect: nothing new: {m['tasks']} tasks x {len(m['seeds'])} seeds = {m['records']} "
+        f"records already in {p.collect.out_dir}; nothing collected or recorded")
+    return str(manifest)
 
 
 def configured(params_path: str = "params.yaml", overrides: list[str] | None = None) -> Any:

@@ -16,7 +16,6 @@ scheduled evaluation runs once, after its evaluation is recorded
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -29,6 +28,7 @@ from amc.pipeline import evaluate as lib
 from flows._common import (
     DATA_EVAL_LIMIT,
     default_runner,
+    ensure_data_eval_limit,
     eval_markdown,
     eval_table,
     params,
@@ -74,10 +74,12 @@ def evaluate_flow(params_path: str = "params.yaml", overrides: list[str] | None 
     the champion against fresh rollouts of the current prior (:mod:`flows.drift`).
 
     Holds a slot of the global concurrency limit ``amc-data-eval`` (created by
-    ``flows.deploy``) while it writes ``evaluate.out_dir``: the scheduled evaluation and the
-    retraining flow's evaluation never write ``data/eval`` at the same time.
+    ``flows.deploy``, or here when missing) while it writes ``evaluate.out_dir``: the
+    scheduled evaluation and the retraining flow's evaluation never write ``data/eval`` at the
+    same time.
     """
     ov = list(overrides or [])
+    ensure_data_eval_limit()
     with concurrency(DATA_EVAL_LIMIT, occupy=1):
         ev = _evaluate(params_path, ov)
     if ev["status"] != "complete":
@@ -85,7 +87,7 @@ def evaluate_flow(params_path: str = "params.yaml", overrides: list[str] | None 
     record("evaluate", params_path, ov)
     p = params(params_path, ov)
     path = str(lib.record_path(p))
-    say(json.dumps({s: round(m["success"], 3) for s, m in ev["methods"].items()}))
+    say(lib.line(ev))  # the stage's own line, as under dvc repro
     if monitor_drift and p.drift.enabled:
         from flows.drift import drift_flow
 

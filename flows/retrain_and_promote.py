@@ -90,9 +90,10 @@ def retrain_and_promote(params_path: str = "params.yaml", overrides: list[str] |
     evaluate_flow(params_path, ov)
     d = promote(params_path, ov)
     record("promote", params_path, ov)
-    summary = report(params_path, ov)
+    say(promote_stage.line(d))  # each stage's own line, as under dvc repro
+    report(params_path, ov)
     record("report", params_path, ov)
-    say(f"{'PROMOTED' if d['promote'] else 'kept'}: {d['reason']}; summary: {summary}")
+    say(report_stage.line(params(params_path, ov)))
     return d
 
 

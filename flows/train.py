@@ -38,7 +38,7 @@ def train_flow(params_path: str = "params.yaml", overrides: list[str] | None = N
                ) -> dict[str, Any]:
     """Dataset then training (registers the challenger); returns the train stage's result."""
     ov = list(overrides or [])
-    say(f"dataset {dataset_task(params_path, ov)}")
+    dataset_task(params_path, ov)  # it logs the stage's own line
     record("dataset", params_path, ov)
     res = train_task(params_path, ov)
     record("train", params_path, ov)

@@ -52,19 +52,30 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Project, s
     pr.env["MLFLOW_TRACKING_URI"] = uri
     for cmd in (["git", "init", "-q"], ["git", "config", "user.email", "t@amc.invalid"],
                 ["git", "config", "user.name", "amc test"], ["dvc", "init", "-q"],
+                ["cp", str(ROOT / ".dvcignore"), ".dvcignore"],  # the repo's: timing/ out
                 ["git", "add", "-A"], ["git", "commit", "-qm", "toy"]):
         pr.run(*cmd)
     return pr, uri
 
 
 @pytest.mark.slow
-async def test_retrain_and_promote_flow(project: tuple[Project, str]) -> None:
+async def test_retrain_and_promote_flow(project: tuple[Project, str],
+                                        caplog: pytest.LogCaptureFixture) -> None:
     import asyncio
+    import logging
 
     from flows.retrain_and_promote import retrain_and_promote
 
     pr, uri = project
+    logging.getLogger("prefect").addHandler(caplog.handler)  # prefect does not propagate
+    caplog.set_level(logging.INFO, logger="prefect")
     d = await asyncio.to_thread(retrain_and_promote, "params.yaml", None)
+    said = [r.getMessage() for r in caplog.records]
+    for stage in ("collect: ", "dataset ", "train: registered", "evaluate: ",  # issue 63:
+                  "promote: PROMOTED v1 to champion", "report: "):  # the stages' own lines
+        assert any(m.startswith(stage) for m in said), (stage, said[-20:])
+    assert not any(m.startswith("{") for m in said)  # no raw JSON
+    assert not any("do not exist" in m for m in said)  # the flow made amc-data-eval
     assert d["promote"] and d["challenger_version"] == "1"
     assert aliases(uri, MODEL) == {"challenger": "1", "champion": "1"}
     assert json.loads(Path("metrics/promotion.json").read_text())["promoted"] == 1
@@ -96,11 +107,11 @@ async def test_retrain_and_promote_flow(project: tuple[Project, str]) -> None:
         return [o["md5"] for o in lock["outs"]]
 
     versions = {s: outs(s) for s in ("collect", "dataset")}
-    traj = {f: f.read_bytes() for f in Path("data/trajectories").glob("*")}
+    traj = {f: f.read_bytes() for f in Path("data/trajectories").rglob("*") if f.is_file()}
     await asyncio.to_thread(collect_flow, "params.yaml", None)
     content = await asyncio.to_thread(dataset_task, "params.yaml", [])
     await asyncio.to_thread(record, "dataset", "params.yaml", [])
-    assert {f: f.read_bytes() for f in Path("data/trajectories").glob("*")} == traj
+    assert {f: f.read_bytes() for f in Path("data/trajectories").rglob("*") if f.is_file()} == traj
     assert {s: outs(s) for s in versions} == versions  # no new dataset version
     assert content == json.loads(Path("data/dataset/source.json").read_text())["content_hash"]
     assert "up to date" in pr.run("dvc", "status").lower()
@@ -111,14 +122,17 @@ async def test_retrain_and_promote_flow(project: tuple[Project, str]) -> None:
 
     def runs() -> dict[str, int]:
         return {e: len(mlflow.search_runs(experiment_names=[e], output_format="list"))
-                for e in ("amc-value", "amc-dataset", "amc-evaluate", "amc-promote")}
+                for e in ("amc-collect", "amc-value", "amc-dataset", "amc-evaluate",
+                          "amc-promote")}
 
     counted, decision = runs(), Path("data/promotion/decision.json").read_bytes()
+    caplog.clear()
     again = await asyncio.to_thread(retrain_and_promote, "params.yaml", None)
+    assert any(r.getMessage().startswith("collect: nothing new:") for r in caplog.records)
     assert again["nothing_new"] and again["challenger_version"] == "1"
     client = mlflow.MlflowClient(tracking_uri=uri)
     assert [str(v.version) for v in client.search_model_versions(f"name = '{MODEL}'")] == ["1"]
-    assert runs() == counted  # no repeated training, dataset, evaluation or gate run
+    assert runs() == counted  # no repeated collection, training, dataset, evaluation or gate
     assert Path("data/promotion/decision.json").read_bytes() == decision
     async with get_client() as client_:
         arts = await client_.read_artifacts(
