@@ -1,6 +1,6 @@
 """Flow ``amc-sft``: the SFT stage (:mod:`amc.sft.stage`) as Prefect tasks.
 
-The same steps as ``dvc --cd grpo repro sft``: the planner's demonstrations (written with their
+The same steps as ``dvc --cd sft repro``: the planner's demonstrations (written with their
 hash), then the resumable LoRA run with its checkpoints, then the MLflow run and the registered
 ``amc-policy-<env>`` version. Tasks pass paths and hashes, never the demonstrations.
 """

@@ -1,7 +1,7 @@
 """The SFT stage: demonstrations -> LoRA run -> MLflow run and ``amc-policy-<env>`` version.
 
-One entry, :func:`run_sft`, shared by ``amc sft``, the DVC stage (``grpo/dvc.yaml``: ``sft``,
-reading ``sft`` of ``params.yaml``) and the Prefect flow (``flows/sft.py``):
+One entry, :func:`run_sft`, shared by ``amc sft``, the DVC stage (``sft/dvc.yaml``, its own
+DVC project, reading ``sft`` of ``params.yaml``) and the Prefect flow (``flows/sft.py``):
 
 1. **demonstrations** (:mod:`amc.sft.demos`): written to ``<out_dir>/demos.jsonl`` with their
    sha256; refused if any task is held out or outside the train split;

@@ -1,6 +1,6 @@
 """The fine-tuned prior's SFT run as a table: held-out skill at every kept checkpoint.
 
-Reads each kept checkpoint's ``policy.json`` (``grpo/kept/sft-textcraft/step-NNNNNN/``: the
+Reads each kept checkpoint's ``policy.json`` (``sft/kept/textcraft/step-NNNNNN/``: the
 held-out tasks' completion loss and greedy action accuracy at that step, written by the SFT
 run) and the demonstrations' record, and writes ``evidence/sft-prior/sft-run.md``, which
 ``scripts/results_doc.sh`` puts into docs/results.md. Every figure is read, none typed.
@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-KEPT = REPO / "grpo/kept/sft-textcraft"
+KEPT = REPO / "sft/kept/textcraft"
 OUT = REPO / "evidence/sft-prior/sft-run.md"
 
 

@@ -1,11 +1,12 @@
 """dvc.yaml as DVC reads it: one ``python -m amc.pipeline.<stage>`` per stage, and code deps that
 make ``dvc status`` see an edit of the code a stage really uses (and only that).
 
-**Every imported module is a dep.** For each stage of ``dvc.yaml``, ``grpo/dvc.yaml`` and
-``sweeps/dvc.yaml`` the modules of ``amc/`` (and ``studies/``) its entry module imports,
-transitively (read from the source: static, function-local and relative imports), must each
-be covered by a dep (the file, or a folder above it), except the shared plumbing that the
-header of ``dvc.yaml`` names as not listed. A new import without a dep fails here.
+**Every imported module is a dep.** For each stage of ``dvc.yaml``, ``grpo/dvc.yaml``,
+``sweeps/dvc.yaml`` and ``sft/dvc.yaml`` the modules of ``amc/`` (and ``studies/``) its
+entry module imports, transitively (read from the source: static, function-local and
+relative imports), must each be covered by a dep (the file, or a folder above it), except the
+shared plumbing that the header of ``dvc.yaml`` names as not listed.
+A new import without a dep fails here.
 
 The lock is made by ``dvc commit`` over placeholder outputs (no stage runs): what is tested is
 the stage graph's declared dependencies, in seconds.
@@ -28,7 +29,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("collect", "dataset", "train", "evaluate", "promote", "report")
-DVC_FILES = ("dvc.yaml", "grpo/dvc.yaml", "sweeps/dvc.yaml")
+DVC_FILES = ("dvc.yaml", "grpo/dvc.yaml", "sweeps/dvc.yaml", "sft/dvc.yaml")
 PLUMBING = ("amc/config.py", "amc/registry.py", "amc/results.py", "amc/types.py",
             "amc/tracking.py", "amc/pipeline/params.py", "amc/pipeline/promote_params.py",
             "amc/pipeline/lineage.py",

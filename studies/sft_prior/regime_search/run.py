@@ -2,8 +2,8 @@
 
     python -m studies.sft_prior.regime_search.run --step 100 --depth 2 [--keep-only]
 
-1. the checkpoint's adapter is kept in git under ``grpo/kept/sft-textcraft/step-NNNNNN`` (copied
-   from the SFT stage's ``grpo/sft/checkpoints`` the first time; refused if a kept copy
+1. the checkpoint's adapter is kept in git under ``sft/kept/textcraft/step-NNNNNN`` (copied
+   from the SFT stage's ``sft/out/checkpoints`` the first time; refused if a kept copy
    differs from the stage's, which would mean another run);
 2. ``amc run`` plays ``protocol.json``'s collection (Best-of-8, seeds 0 and 1, the validation
    tasks) with the ``hf`` prior and that adapter, into ``runs/sft-search/step-NNNNNN/depthD``
@@ -28,8 +28,8 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
-STAGE = REPO / "grpo/sft/checkpoints"
-KEPT = REPO / "grpo/kept/sft-textcraft"
+STAGE = REPO / "sft/out/checkpoints"
+KEPT = REPO / "sft/kept/textcraft"
 EVIDENCE = REPO / "evidence/sft-prior/regime-search"
 RUNS = REPO / "runs/sft-search"
 
