@@ -21,6 +21,9 @@ _SET = typer.Option([], "--set", "-S", help="Override: key=value (repeatable).")
 
 
 def _load(params: Path, set_: list[str]) -> PipelineParams:
+    from amc.progress import quiet_libraries
+
+    quiet_libraries()  # as in a DVC stage: the stage's own lines and bars only
     return load_params(params, set_)
 
 
