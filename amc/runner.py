@@ -222,8 +222,8 @@ async def refresh_selection(path: Path, run_hash: str, sample: str,
     if not recs or recs[0].get("config_hash") == run_hash \
             or any(r.get("sample_hash") != sample for r in recs):
         return 0
-    new = [_record(await reselect(TaskResult.from_dict(r), selection, config_hash=run_hash,
-                                  success_threshold=success_threshold), sample) for r in recs]
+    new = [(await reselect(TaskResult.from_dict(r), selection, config_hash=run_hash,
+                           success_threshold=success_threshold)).line(sample) for r in recs]
     write_jsonl_atomic(path, new)
     print(f"{path.name}: {len(new)} task(s) re-selected, their rollouts reused "
           "(only the selection value changed)", file=sys.stderr, flush=True)
@@ -252,16 +252,8 @@ def load_done(path: Path, run_hash: str, sample: str | None = None) -> dict[str,
             done.setdefault(res.task_id, res)
         stale |= task_failure(res) is not None
     if stale:
-        write_jsonl_atomic(path, [_record(r, sample) for r in done.values()])
+        write_jsonl_atomic(path, [r.line(sample) for r in done.values()])
     return done
-
-
-def _record(res: TaskResult, sample: str | None) -> dict[str, Any]:
-    """A results line: the result and, when known, its sampling hash; never its wall time (a
-    measurement of this run, kept in :func:`~amc.results.timing_path`), so that a rerun with
-    the same seeds writes the same bytes."""
-    rec = {k: v for k, v in res.to_dict().items() if k != "wall_s"}
-    return rec if sample is None else {**rec, "sample_hash": sample}
 
 
 async def run_one_method(
@@ -309,7 +301,7 @@ async def run_one_method(
             except Exception as err:  # the task failed; the others go on
                 error = " ".join(f"{type(err).__name__}: {err}".split())
         if res is not None and error is None:
-            append_jsonl(out_path, _record(res, sample))
+            append_jsonl(out_path, res.line(sample))
             append_jsonl(timing_path(out_dir, method.name, seed),
                          {"task_id": task_id, "wall_s": round(float(res.wall_s or 0.0), 3)})
             done[task_id] = res

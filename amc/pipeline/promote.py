@@ -331,10 +331,9 @@ def promote(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
                          f"Gate {d['decided_at']}: {'promoted' if d['promote'] else 'kept'}, "
                          f"{d['reason']}")
     d["champion_after"] = current_aliases(p, name)["champion"] if name else None
-    # the decision's bytes are what a rerun reproduces; when it was made is a record of the run
     write_json_atomic(p.promote.out_file, {k: v for k, v in d.items() if k != "decided_at"})
-    write_json_atomic(p.promote.out_file.parent / TIMING / p.promote.out_file.name,
-                      {"decided_at": d["decided_at"]})
+    write_json_atomic(p.promote.out_file.parent / TIMING / p.promote.out_file.name,  # the run's
+                      {"decided_at": d["decided_at"]})  # record: outside the decision's bytes
     write_json_atomic(p.promote.metrics_file, promotion_headline(d))  # the rest: out_file
     r = active_round(p)
     if track:

@@ -154,6 +154,13 @@ class TaskResult:
             "wall_s": self.wall_s, "failures": [dict(f) for f in self.failures],
         }
 
+    def line(self, sample: str | None = None) -> dict[str, Any]:
+        """The runner's results line: :meth:`to_dict` without the wall time (a measurement of
+        the run, kept beside: :func:`amc.results.timing_path`), so that a rerun with the same
+        seeds writes the same bytes; with the sampling hash when known."""
+        rec = {k: v for k, v in self.to_dict().items() if k != "wall_s"}
+        return rec if sample is None else {**rec, "sample_hash": sample}
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TaskResult:
         return cls(
