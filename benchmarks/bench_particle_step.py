@@ -99,7 +99,8 @@ def server_cpu_s(prior: Any) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def make_priors(which: list[str], threads: int | None) -> dict[str, Any]:
+def make_priors(which: list[str], threads: int | None, adapter: str | None
+                ) -> dict[str, Any]:
     from amc.priors.embedded import EmbeddedOptions, EmbeddedPrior
     from amc.priors.hf import HFOptions, HFPrior
 
@@ -112,8 +113,8 @@ def make_priors(which: list[str], threads: int | None) -> dict[str, Any]:
     if "hf+kv" in which:
         priors["hf+kv"] = HFPrior(HFOptions(), env="textcraft")
     if "hf+kv compact" in which:
-        priors["hf+kv compact"] = HFPrior(HFOptions(few_shot=False, instruction=False),
-                                          env="textcraft")
+        priors["hf+kv compact"] = HFPrior(
+            HFOptions(few_shot=False, instruction=False, adapter=adapter), env="textcraft")
     return priors
 
 
@@ -124,7 +125,7 @@ async def run(args: argparse.Namespace) -> tuple[dict[tuple[str, int], Tally], d
         import torch
 
         torch.set_num_threads(args.threads)
-    priors = make_priors(args.priors, args.threads)
+    priors = make_priors(args.priors, args.threads, args.adapter)
     info: dict[str, Any] = {"tasks": tasks, "entry_bytes_per_token": None, "peak_cache_mb": 0.0}
     for p in priors.values():  # start servers, load weights, warm up (not timed)
         if hasattr(p, "ensure_started"):
@@ -186,6 +187,8 @@ def main() -> None:
                     default=["embedded", "hf", "hf+kv", "hf+kv compact"])
     ap.add_argument("--threads", type=int, default=None,
                     help="torch and llama.cpp threads (default: theirs, 2 on 2 cores)")
+    ap.add_argument("--adapter", default=None,
+                    help="an SFT LoRA adapter for the compact-prompt prior (e.g. sft/kept/...)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     load_before = os.getloadavg()[0]
@@ -199,6 +202,10 @@ def main() -> None:
     text = md_table(header, rows)
     print(text)
     threads_arg = f" --threads {args.threads}" if args.threads else ""
+    threads_arg += f" --adapter {args.adapter}" if args.adapter else ""
+    weights = (f"`hf+kv compact` runs the SFT adapter `{args.adapter}` merged into the base "
+               f"weights." if args.adapter else "Base weights (no SFT adapter yet): the compact "
+               "prompt's completions are those of the base model.")
     notes = (
         f"Script: `benchmarks/bench_particle_step.py --tasks {args.tasks} --steps {args.steps} "
         f"--q {args.q}{threads_arg}`. TextCraft depth-2 train tasks "
@@ -212,17 +219,18 @@ def main() -> None:
         f"`embedded`) per particle-step: at best (both cores busy throughout) a step on 2 "
         f"quiet cores takes N x CPU s / 2. `tokens computed` "
         f"is what ran through the model (KV reuse: the prompt less its reused prefix; "
-        f"embedded: not measured, the whole prompt is shown). Base weights (no SFT adapter "
-        f"yet): the compact prompt's completions are those of the base model. torch threads: "
+        f"embedded: not measured, the whole prompt is shown). {weights} torch threads: "
         f"{_threads()}. KV entry: {info['entry_bytes_per_token'] or 0:.0f} bytes per token, "
         f"peak cache {info['peak_cache_mb']:.0f} MiB. Load average before: "
         f"{load_before:.1f}, after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
         f"(shared machine); {time.time() - t0:.0f} s in all.")
     print(notes)
     if not args.no_write:
-        name = "particle-step" + (f"-{args.threads}-thread" if args.threads else "")
+        name = "particle-step" + (f"-{args.threads}-thread" if args.threads else "") + (
+            "-adapter" if args.adapter else "")
         title = "LLM prior: particle-step cost (KV reuse, compact prompt)" + (
-            f", {args.threads} thread(s)" if args.threads else "")
+            f", {args.threads} thread(s)" if args.threads else "") + (
+            ", SFT adapter" if args.adapter else "")
         write_section(name, title, notes + "\n\n" + text)
 
 
