@@ -22,12 +22,10 @@ it "decided without a test", why, and how many tasks would do (``tested: false``
 
 It never promotes a model whose evaluation failed or is incomplete, nor one whose evaluation is
 stale (the challenger or champion alias moved since the evaluation resolved them). The decision
-and its evidence go to ``metrics/promotion.json``, to tags on the challenger's model version
-(``promotion.*``; a promoted version also gets ``baseline.calibration_mae``,
-``baseline.calibration_bias``, ``baseline.success`` and ``baseline.gain`` (success of
-``smc@N+challenger`` minus ``bon@N``), each with its standard error ``baseline.<q>_se``,
-which the drift monitor compares fresh rollouts with),
-and to an MLflow run (experiment ``amc-promote``) with the decision as an artifact.
+goes to ``metrics/promotion.json``, a few tags of the challenger's version (``promotion.*``:
+verdict, reason, test, offline guard; a promoted one also ``baseline.<q>`` and ``_se`` for the
+drift monitor: calibration, success, gain over ``bon@N``), a line of its description (the
+evidence) and an MLflow run (experiment ``amc-promote``) with the decision as an artifact.
 """
 
 from __future__ import annotations
@@ -327,9 +325,7 @@ def promote(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
     if client is not None and name and d["challenger_version"]:
         for k, v in evidence_tags(d).items():
             client.set_model_version_tag(name, d["challenger_version"], k, v)
-        annotate_version(name, d["challenger_version"],
-                         f"Gate {d['decided_at']}: {'promoted' if d['promote'] else 'kept'}, "
-                         f"{d['reason']}")
+        annotate_version(name, d["challenger_version"], evidence_line(d))
     d["champion_after"] = current_aliases(p, name)["champion"] if name else None
     write_json_atomic(p.promote.out_file, {k: v for k, v in d.items() if k != "decided_at"})
     write_json_atomic(p.promote.out_file.parent / TIMING / p.promote.out_file.name,  # the run's
@@ -343,23 +339,27 @@ def promote(p: PipelineParams, *, track: bool = True) -> dict[str, Any]:
 
 
 def evidence_tags(d: dict[str, Any]) -> dict[str, str]:
-    """Model-version tags of a decision; a promoted version also gets its drift baseline."""
+    """A decision's few model-version tags (the verdict, its test, the offline guard); a
+    promoted version also gets its drift baseline. The rest of the evidence is in the
+    version's description (:func:`evidence_line`), decision.json and the amc-promote run."""
     tags = {"promotion.decision": "promoted" if d["promote"] else "kept",
-            "promotion.reason": d["reason"][:500], "promotion.previous_champion":
-            str(d["champion_version"]), "promotion.vetoes": "; ".join(d["vetoes"])[:500],
-            "promotion.offline_guard": str((d.get("offline_guard") or {}).get("status"))}
-    for k in ("metric", "n", "level", "decision_level", "min_effect", "champion_drifted",
-              "tested", "powered", "max_mde", "delta", "se", "p_value", "t_p_value",
-              "lower_bound", "mde", "oracle_delta",
-              "n_tasks", "n_pairs", "eval_set", "decided_at"):
-        tags[f"promotion.{k}"] = str(d.get(k))
-    mine = (d.get("guards") or {}).get("challenger") or {}
-    for k in ("tokens_per_task", "calibration_mae", "calibration_bias", "success", "gain",
-              "calibration_mae_se", "calibration_bias_se", "success_se", "gain_se"):
-        tags[f"promotion.challenger_{k}"] = str(mine.get(k))
-        if d["promote"]:
-            tags[f"baseline.{k}"] = str(mine.get(k))
+            "promotion.reason": d["reason"][:500], "promotion.offline_guard": str(
+                (d.get("offline_guard") or {}).get("status")),
+            **{f"promotion.{k}": str(d.get(k)) for k in ("tested", "powered", "delta", "p_value")}}
+    if d["promote"]:  # the challenger's guard measurements: what drift checks compare with
+        mine = (d.get("guards") or {}).get("challenger") or {}
+        tags.update({f"baseline.{k}": str(mine.get(k)) for k in (
+            "tokens_per_task", "calibration_mae", "calibration_bias", "success", "gain",
+            "calibration_mae_se", "calibration_bias_se", "success_se", "gain_se")})
     return tags
+
+
+def evidence_line(d: dict[str, Any]) -> str:
+    """The gate's verdict and evidence in one line of the version's description."""
+    keys = ("metric", "n", "delta", "se", "p_value", "level", "decision_level", "mde",
+            "n_tasks", "n_pairs", "champion_version", "eval_set")
+    return (f"Gate {d['decided_at']}: {'promoted' if d['promote'] else 'kept'}, {d['reason']} ("
+            + ", ".join(f"{k} {d.get(k)}" for k in keys) + f"; vetoes {d.get('vetoes')})")
 
 
 
