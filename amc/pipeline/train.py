@@ -215,8 +215,9 @@ def label(p: PipelineParams, run_id: str, src: dict[str, Any], digest: str) -> N
     r = src.get("round")
     client = mlflow.MlflowClient()
     tags = {"amc.stage": "train", "amc.model_name": model_name(p), "dataset_dvc": digest,
-            "mlflow.runName": run_name("train", r, f"dataset {digest[:8]} · lr {p.train.lr:g} · "
-                                              f"{p.train.epochs} ep"),
+            # the dataset as its stage's line names it (content hash; dataset_dvc: DVC's)
+            "mlflow.runName": run_name("train", r, f"dataset {src['content_hash'][:8]} · lr "
+                                              f"{p.train.lr:g} · {p.train.epochs} ep"),
             **context_tags(r), **dvc_input_hashes([str(p.dataset.out_dir)]),
             **source_tags("train")}  # not the path MLflow took from sys.argv[0]
     for key, val in tags.items():

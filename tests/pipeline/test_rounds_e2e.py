@@ -67,8 +67,9 @@ def two_rounds(tmp_path_factory: pytest.TempPathFactory
     (root / ".gitignore").write_text("mlruns/\n__pycache__/\n/data/rounds\n")
     for cmd in (["git", "init", "-q"], ["git", "config", "user.email", "t@amc.invalid"],
                 ["git", "config", "user.name", "amc test"], ["dvc", "init", "-q"],
-                ["dvc", "config", "core.analytics", "false"], ["git", "add", "-A"],
-                ["git", "commit", "-qm", "toy rounds"]):
+                ["dvc", "config", "core.analytics", "false"],
+                ["cp", str(ROOT / ".dvcignore"), ".dvcignore"],  # the repo's: timing/ out
+                ["git", "add", "-A"], ["git", "commit", "-qm", "toy rounds"]):
         run(root, *cmd)
     hashes, outs = [], []
     for _ in range(2):
@@ -92,7 +93,8 @@ def test_two_rounds_give_two_dataset_versions_in_dvc(
                and rec["prior"]["prompt_sha256"] for rec in ledger)
     for r, seed in ((0, 1000), (1, 2000)):
         files = sorted(p.name for p in (root / f"data/trajectories/round-000{r}").iterdir())
-        assert files == [f"bon@4__seed{seed}.jsonl", "manifest.json"]
+        assert files == [f"bon@4__seed{seed}.jsonl", "manifest.json", "timing"]  # timing/:
+        # the wall times, outside DVC's hashes (.dvcignore)
     assert "up to date" in run(root, "dvc", "status")  # every stage recorded in dvc.lock
 
 
@@ -114,8 +116,11 @@ def test_two_model_versions_with_a_gate_decision_and_lineage(
     exps = {e.name: e.experiment_id for e in client.search_experiments()}
     for r in (0, 1):
         (train,) = client.search_runs([exps["amc-value"]], f"tags.`amc.round` = '{r}'")
-        # the name says what differs between two trainings: data, learning rate, epochs
-        assert train.info.run_name.startswith(f"train r{r} · dataset {hashes[r][:8]} · lr ")
+        # the name says what differs between two trainings: data, learning rate, epochs; the
+        # data as the dataset stage's line names it (its content hash, issue 63)
+        ledger = json.loads((root / f"data/rounds/round-{r:04d}.json").read_text())
+        content = ledger["steps"]["dataset"]["content_hash"][:8]
+        assert train.info.run_name.startswith(f"train r{r} · dataset {content} · lr ")
         assert train.info.run_name.endswith(" · 1 ep")
         (ds,) = train.inputs.dataset_inputs
         assert ds.dataset.digest == hashes[r]
