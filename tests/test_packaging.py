@@ -94,3 +94,9 @@ def test_core_install_runs_textcraft_without_the_heavy_extras(tmp_path: Path) ->
     assert "smc@2" in r.stdout
     assert sorted(p.name for p in out.glob("*.jsonl")) == [
         "bon@2__seed0.jsonl", "react__seed0.jsonl", "smc@2__seed0.jsonl"]
+    for cmd in (["promote"], ["report"], ["train", "data/dataset"]):  # issue 63: each needs an
+        r = subprocess.run([venv / "bin" / "amc", *cmd], capture_output=True, text=True,
+                           timeout=300, cwd=tmp_path)  # extra: one line naming it, no traceback
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, (cmd, r.stderr[-2000:])
+        assert r.stderr.startswith("error: this command needs ") and "pip install 'amc[" in \
+            r.stderr, (cmd, r.stderr)
