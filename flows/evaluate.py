@@ -48,8 +48,8 @@ def plan(params_path: str, overrides: list[str]) -> list[tuple[str, int]]:
 @task(name="evaluate-unit", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)
 def run_unit(params_path: str, overrides: list[str], unit: tuple[str, int]) -> str:
     """Run (or resume) one method spec and seed; returns its results file."""
-    spec, seed = unit
-    return str(lib.run_unit(params(params_path, overrides), spec, seed))
+    spec, seed = unit  # progress lines (done/total, ETA), as the collect shards print them
+    return str(lib.run_unit(params(params_path, overrides), spec, seed, progress=True))
 
 
 @task(name="evaluate-finalize", cache_policy=NO_CACHE)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -60,7 +61,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Project, s
 
 @pytest.mark.slow
 async def test_retrain_and_promote_flow(project: tuple[Project, str],
-                                        caplog: pytest.LogCaptureFixture) -> None:
+                                        caplog: pytest.LogCaptureFixture,
+                                        capfd: pytest.CaptureFixture[str]) -> None:
     import asyncio
     import logging
 
@@ -76,6 +78,8 @@ async def test_retrain_and_promote_flow(project: tuple[Project, str],
         assert any(m.startswith(stage) for m in said), (stage, said[-20:])
     assert not any(m.startswith("{") for m in said)  # no raw JSON
     assert not any("do not exist" in m for m in said)  # the flow made amc-data-eval
+    err = capfd.readouterr().err  # the evaluation units show their progress, as collect's do
+    assert re.search(r"smc@4\+challenger s0: \d+/\d+ tasks, \d+ s", err), err[-2000:]
     assert d["promote"] and d["challenger_version"] == "1"
     assert aliases(uri, MODEL) == {"challenger": "1", "champion": "1"}
     assert json.loads(Path("metrics/promotion.json").read_text())["promoted"] == 1
