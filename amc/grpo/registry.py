@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from amc.grpo.config import GRPOOptions
 from amc.grpo.trainer import ADAPTER_DIR, TrainResult
@@ -48,11 +49,25 @@ def log_policy_run(opts: GRPOOptions, res: TrainResult) -> LoggedPolicy:
         run_id = run.info.run_id
     name = opts.registered_name
     client = mlflow.MlflowClient()
+    ensure_policy_model(client, name)
+    source = f"{mlflow.get_run(run_id).info.artifact_uri}/policy/{ADAPTER_DIR}"
+    mv = client.create_model_version(
+        name, source, run_id=run_id, tags={"kind": "grpo", "base_model": opts.model},
+        description=f"GRPO policy ({opts.env}), {len(res.curve)} rounds"
+                    + (f", from {opts.init_adapter}" if opts.init_adapter else ""))
+    return LoggedPolicy(run_id, name, str(mv.version))
+
+
+POLICY_DESCRIPTION = ("LoRA adapters of the embedded model: GRPO policies (amc grpo) and behaviour "
+                      "clones of the planner (amc sft); each version's description says which")
+
+
+def ensure_policy_model(client: Any, name: str) -> None:
+    """Create the registered model ``amc-policy-<env>`` once (GRPO and SFT versions share it)."""
+    import mlflow
+
     try:
         client.get_registered_model(name)
     except mlflow.exceptions.MlflowException:
-        client.create_registered_model(name, description="GRPO LoRA adapter (amc grpo)")
-    source = f"{mlflow.get_run(run_id).info.artifact_uri}/policy/{ADAPTER_DIR}"
-    mv = client.create_model_version(name, source, run_id=run_id,
-                                     tags={"base_model": opts.model, "env": opts.env})
-    return LoggedPolicy(run_id, name, str(mv.version))
+        client.create_registered_model(name, description=POLICY_DESCRIPTION)
+

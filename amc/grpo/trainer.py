@@ -55,21 +55,11 @@ class TrainResult:
 def load_policy(opts: GRPOOptions) -> Policy:
     """The base model with fresh LoRA adapters (seeded), dropout off, on the chosen device."""
     from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl.trainer.utils import disable_dropout_in_model
 
-    from amc.priors.hf import converted_model_dir
+    from amc.priors.adapter import load_base_lm
 
-    path: str | Path = opts.model
-    if opts.model.startswith("embedded:"):
-        path = converted_model_dir(opts.model.split(":", 1)[1])
-    cuda = torch.cuda.is_available()
-    device = torch.device(opts.device if opts.device != "auto" else ("cuda" if cuda else "cpu"))
-    dtype = {"auto": torch.bfloat16 if device.type == "cuda" else torch.float32,
-             "float32": torch.float32, "bfloat16": torch.bfloat16}[opts.dtype]
-    torch.manual_seed(opts.seed)  # LoRA's A matrices are initialised randomly
-    tok = AutoTokenizer.from_pretrained(path)
-    base = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    base, tok, device = load_base_lm(opts.model, opts.device, opts.dtype, opts.seed)
     if opts.init_adapter is not None:
         from amc.priors.adapter import merge_adapters
 

@@ -51,12 +51,9 @@ def log_sft_run(opts: SFTOptions, res: SFTResult, data_sha256: str, pairs: int) 
         run_id = run.info.run_id
     name = opts.registered_name
     client = mlflow.MlflowClient()
-    try:
-        client.get_registered_model(name)
-    except mlflow.exceptions.MlflowException:
-        client.create_registered_model(
-            name, description="LoRA adapters of the embedded model: GRPO (amc grpo) and "
-                              "behaviour cloning of the planner (amc sft)")
+    from amc.grpo.registry import ensure_policy_model
+
+    ensure_policy_model(client, name)
     source = f"{mlflow.get_run(run_id).info.artifact_uri}/policy/{FINAL}"
     steps = int(res.curve[-1]["step"]) if res.curve else 0
     mv = client.create_model_version(

@@ -17,7 +17,6 @@ same batch order. Costs are measured: wall and process CPU seconds, tokens seen.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -126,20 +125,10 @@ def evaluate(model: Any, examples: list[Example], pad: int, device: torch.device
 def load_lora(opts: SFTOptions) -> tuple[Any, Any, torch.device]:
     """The base model with fresh LoRA adapters on the chosen layers (seeded)."""
     from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from amc.priors.hf import converted_model_dir
+    from amc.priors.adapter import load_base_lm
 
-    path: str | Path = opts.model
-    if opts.model.startswith("embedded:"):
-        path = converted_model_dir(opts.model.split(":", 1)[1])
-    cuda = torch.cuda.is_available()
-    device = torch.device(opts.device if opts.device != "auto" else ("cuda" if cuda else "cpu"))
-    dtype = {"auto": torch.bfloat16 if device.type == "cuda" else torch.float32,
-             "float32": torch.float32, "bfloat16": torch.bfloat16}[opts.dtype]
-    torch.manual_seed(opts.seed)
-    tok = AutoTokenizer.from_pretrained(path)
-    base = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    base, tok, device = load_base_lm(opts.model, opts.device, opts.dtype, opts.seed)
     n_layers = int(base.config.num_hidden_layers)
     k = n_layers if opts.lora_top_layers is None else min(opts.lora_top_layers, n_layers)
     lora = LoraConfig(r=opts.lora_r, lora_alpha=opts.lora_alpha, lora_dropout=0.0,
