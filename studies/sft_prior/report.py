@@ -1,9 +1,10 @@
-"""The fine-tuned prior's SFT run as a table: held-out skill at every kept checkpoint.
+"""The fine-tuned prior's SFT run as a table: held-out skill at every checkpoint.
 
-Reads each kept checkpoint's ``policy.json`` (``sft/kept/textcraft/step-NNNNNN/``: the
-held-out tasks' completion loss and greedy action accuracy at that step, written by the SFT
-run) and the demonstrations' record, and writes ``evidence/sft-prior/sft-run.md``, which
-``scripts/results_doc.sh`` puts into docs/results.md. Every figure is read, none typed.
+Reads the run's curve as kept for resuming (``sft/kept/textcraft/resume/curve.jsonl``: at every
+checkpoint the held-out tasks' completion loss and greedy action accuracy, and the wall and
+CPU seconds spent) and which checkpoints are kept, and writes
+``evidence/sft-prior/sft-run.md``, which ``scripts/results_doc.sh`` puts into docs/results.md.
+Every figure is read, none typed.
 
     python -m studies.sft_prior.report
 """
@@ -19,13 +20,22 @@ OUT = REPO / "evidence/sft-prior/sft-run.md"
 
 
 def table(kept: Path = KEPT) -> str:
-    rows = [json.loads(p.read_text()) for p in sorted(kept.glob("step-*/policy.json"))]
+    """One row per checkpoint of the run's curve (``resume/curve.jsonl``): held-out loss and
+    greedy action accuracy, the wall and CPU seconds spent so far, and whether it is kept."""
+    curve = kept / "resume" / "curve.jsonl"
+    rows = [json.loads(x) for x in curve.read_text().splitlines()] if curve.is_file() else []
     lines = ["| checkpoint (optimiser steps) | held-out completion loss (nats/token) "
-             "| held-out greedy action accuracy |", "|---|---|---|"]
+             "| held-out greedy action accuracy | wall s so far | CPU s so far | kept |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['step']} | {r['val_loss']:.3f} | {r['val_action_acc']:.3f} |")
-    if not rows:
-        lines.append("| – | – | – |")
+        if "val_loss" not in r:
+            continue
+        step = int(r["step"])
+        is_kept = "yes" if (kept / f"step-{step:06d}").is_dir() else "no"
+        lines.append(f"| {step} | {r['val_loss']:.3f} | {r['val_action_acc']:.3f} "
+                     f"| {r['wall_s']:.0f} | {r['cpu_s']:.0f} | {is_kept} |")
+    if len(lines) == 2:
+        lines.append("| – | – | – | – | – | – |")
     return "\n".join(lines) + "\n"
 
 
