@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from amc.grpo.config import GRPOOptions
 from amc.grpo.trainer import ADAPTER_DIR, TrainResult
+from amc.priors.adapter import ensure_policy_model
 
 CURVE_METRICS = ("mean_reward", "reward_std", "kl", "loss", "loss_last", "clip_fraction",
                  "generated_tokens")
@@ -56,18 +56,4 @@ def log_policy_run(opts: GRPOOptions, res: TrainResult) -> LoggedPolicy:
         description=f"GRPO policy ({opts.env}), {len(res.curve)} rounds"
                     + (f", from {opts.init_adapter}" if opts.init_adapter else ""))
     return LoggedPolicy(run_id, name, str(mv.version))
-
-
-POLICY_DESCRIPTION = ("LoRA adapters of the embedded model: GRPO policies (amc grpo) and behaviour "
-                      "clones of the planner (amc sft); each version's description says which")
-
-
-def ensure_policy_model(client: Any, name: str) -> None:
-    """Create the registered model ``amc-policy-<env>`` once (GRPO and SFT versions share it)."""
-    import mlflow
-
-    try:
-        client.get_registered_model(name)
-    except mlflow.exceptions.MlflowException:
-        client.create_registered_model(name, description=POLICY_DESCRIPTION)
 

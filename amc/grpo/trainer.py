@@ -57,7 +57,7 @@ def load_policy(opts: GRPOOptions) -> Policy:
     from peft import LoraConfig, get_peft_model
     from trl.trainer.utils import disable_dropout_in_model
 
-    from amc.priors.adapter import load_base_lm
+    from amc.priors.hf import load_base_lm
 
     base, tok, device = load_base_lm(opts.model, opts.device, opts.dtype, opts.seed)
     if opts.init_adapter is not None:

@@ -50,23 +50,16 @@ def merge_adapters(model: Any, uri: str, tracking_uri: str | None = None) -> Any
     return PeftModel.from_pretrained(model, path).merge_and_unload()
 
 
-def load_base_lm(model: str, device: str, dtype: str, seed: int) -> tuple[Any, Any, Any]:
-    """``(model, tokenizer, torch.device)`` of a base causal LM to put LoRA adapters on:
-    ``embedded:<name>`` converts the bundled GGUF once; device ``auto`` = cuda when available;
-    dtype ``auto`` = bfloat16 on a GPU, float32 on the CPU. torch is seeded *before* loading,
-    so the LoRA initialisation that follows is the same for GRPO and SFT runs of one seed."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from amc.priors.hf import converted_model_dir
+POLICY_DESCRIPTION = ("LoRA adapters of the embedded model: GRPO policies (amc grpo) and behaviour "
+                      "clones of the planner (amc sft); each version's description says which")
 
-    path: str | Path = model
-    if model.startswith("embedded:"):
-        path = converted_model_dir(model.split(":", 1)[1])
-    cuda = torch.cuda.is_available()
-    dev = torch.device(device if device != "auto" else ("cuda" if cuda else "cpu"))
-    dt = {"auto": torch.bfloat16 if dev.type == "cuda" else torch.float32,
-          "float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
-    torch.manual_seed(seed)  # LoRA's A matrices are initialised randomly
-    tok = AutoTokenizer.from_pretrained(path)
-    return AutoModelForCausalLM.from_pretrained(path, dtype=dt), tok, dev
+
+def ensure_policy_model(client: Any, name: str) -> None:
+    """Create the registered model ``amc-policy-<env>`` once (GRPO and SFT versions share it)."""
+    import mlflow
+
+    try:
+        client.get_registered_model(name)
+    except mlflow.exceptions.MlflowException:
+        client.create_registered_model(name, description=POLICY_DESCRIPTION)

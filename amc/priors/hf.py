@@ -127,6 +127,26 @@ def converted_model_dir(name: str, cache_dir: Path | None = None) -> Path:
     return out
 
 
+def load_base_lm(model: str, device: str, dtype: str, seed: int) -> tuple[Any, Any, Any]:
+    """``(model, tokenizer, torch.device)`` of a base causal LM to put LoRA adapters on:
+    ``embedded:<name>`` converts the bundled GGUF once; device ``auto`` = cuda when available;
+    dtype ``auto`` = bfloat16 on a GPU, float32 on the CPU. torch is seeded *before* loading,
+    so the LoRA initialisation that follows is the same for GRPO and SFT runs of one seed."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path: str | Path = model
+    if model.startswith("embedded:"):
+        path = converted_model_dir(model.split(":", 1)[1])
+    cuda = torch.cuda.is_available()
+    dev = torch.device(device if device != "auto" else ("cuda" if cuda else "cpu"))
+    dt = {"auto": torch.bfloat16 if dev.type == "cuda" else torch.float32,
+          "float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+    torch.manual_seed(seed)  # LoRA's A matrices are initialised randomly
+    tok = AutoTokenizer.from_pretrained(path)
+    return AutoModelForCausalLM.from_pretrained(path, dtype=dt), tok, dev
+
+
 @dataclass
 class _Request:
     prompt: str

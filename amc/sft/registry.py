@@ -51,7 +51,7 @@ def log_sft_run(opts: SFTOptions, res: SFTResult, data_sha256: str, pairs: int) 
         run_id = run.info.run_id
     name = opts.registered_name
     client = mlflow.MlflowClient()
-    from amc.grpo.registry import ensure_policy_model
+    from amc.priors.adapter import ensure_policy_model
 
     ensure_policy_model(client, name)
     source = f"{mlflow.get_run(run_id).info.artifact_uri}/policy/{FINAL}"

@@ -126,7 +126,7 @@ def load_lora(opts: SFTOptions) -> tuple[Any, Any, torch.device]:
     """The base model with fresh LoRA adapters on the chosen layers (seeded)."""
     from peft import LoraConfig, get_peft_model
 
-    from amc.priors.adapter import load_base_lm
+    from amc.priors.hf import load_base_lm
 
     base, tok, device = load_base_lm(opts.model, opts.device, opts.dtype, opts.seed)
     n_layers = int(base.config.num_hidden_layers)

@@ -125,7 +125,7 @@ def test_the_committed_results_document_is_what_its_committed_copies_generate(tm
                 "evidence/llm-regime/regime-search/room.md",
                 "evidence/llm-regime/regime-search/test-sizing.md",
                 "evidence/llm-regime/zero-shot-yesno-auc.md",
-                "evidence/sim-value-options/result.md"):
+                "evidence/sim-value-options/result.md", "evidence/sft-prior/sft-run.md"):
         src, dst = repo / rel, tmp_path / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
