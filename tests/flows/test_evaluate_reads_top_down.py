@@ -35,6 +35,9 @@ STAGES = {f"amc.pipeline.{s}" for s in ("collect", "dataset", "train", "evaluate
                                         "report")} | {"amc.monitor.drift"}
 TASKS = {"plan", "run_unit", "finalize"}
 """The evaluate flow's task functions (each one stage call)."""
+FORMATTERS = {"line"}
+"""Pure functions of a stage that the flow body calls to print the stage's own line (issue 63):
+formatting a returned record, not entering the stage (the flow body shares a task's thread)."""
 
 
 class Entry(NamedTuple):
@@ -115,7 +118,8 @@ def stage_calls_per_task(entries: list[Entry]) -> list[int]:
         if e.module == "flows.evaluate" and e.func in TASKS and layer(e.caller) is None:
             counts[e.thread] = len(out)
             out.append(0)
-        elif e.caller == "flows.evaluate" and e.module in STAGES and e.thread in counts:
+        elif (e.caller == "flows.evaluate" and e.module in STAGES and e.thread in counts
+              and e.func not in FORMATTERS):
             out[counts[e.thread]] += 1
     return out
 
