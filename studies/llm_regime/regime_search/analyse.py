@@ -177,23 +177,30 @@ def markdown(result: dict[str, Any]) -> str:
                                                           if missing else []), ""])
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="recompute and compare room.json")
-    args = ap.parse_args(argv)
-    out = KEPT / "room.json"
-    result = analyse()
+def publish(result: dict[str, Any], folder: Path, md: str, check: bool) -> int:
+    """Write ``room.json`` and ``room.md`` into ``folder``, or (``check``) compare the committed
+    ``room.json`` with a recomputation: 0 when equal or written, 1 when it differs."""
+    out = folder / "room.json"
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    if args.check:
+    if check:
         if not out.is_file() or out.read_text() != text:
             print(f"error: {out} differs from a recomputation", file=sys.stderr)
             return 1
         print(f"{out}: recomputes exactly")
         return 0
+    folder.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
-    (KEPT / "room.md").write_text(markdown(result))
+    (folder / "room.md").write_text(md)
     print(f"wrote {out}: {len(result['regimes'])} regimes; chosen: {result['chosen']}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="recompute and compare room.json")
+    args = ap.parse_args(argv)
+    result = analyse()
+    return publish(result, KEPT, markdown(result), args.check)
 
 
 if __name__ == "__main__":

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from studies.llm_regime.regime_search.analyse import (
     fmt,
     prior_at_depth,
+    publish,
     read_records,
     regime_row,
     task_histories,
@@ -97,20 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="recompute and compare room.json")
     args = ap.parse_args(argv)
-    out = EVIDENCE / "room.json"
     result = analyse()
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    if args.check:
-        if not out.is_file() or out.read_text() != text:
-            print(f"error: {out} differs from a recomputation", file=sys.stderr)
-            return 1
-        print(f"{out}: recomputes exactly")
-        return 0
-    EVIDENCE.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    (EVIDENCE / "room.md").write_text(markdown(result))
-    print(f"wrote {out}: {len(result['regimes'])} regimes; chosen: {result['chosen']}")
-    return 0
+    return publish(result, EVIDENCE, markdown(result), args.check)
 
 
 if __name__ == "__main__":
