@@ -25,6 +25,7 @@ numpy/scipy.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
@@ -82,6 +83,17 @@ def offline_figures(p: Any, success: Any, groups: Sequence[Hashable], doomed: An
         out["doomed_states"] = float(d.sum())
         out["doomed_mean"] = float(pv[d].mean()) if d.any() else float("nan")
         out["doomed_weight"] = doomed_weight(pv, d, groups)
+    return out
+
+
+def figures_from_json(d: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`offline_figures`' record as it returned it, from strict JSON (every non-finite
+    figure written null): null reads NaN, except ``small_p_ratio``, which was +inf where the
+    low states' success rate is 0 and their mean score is above 0 (its definition)."""
+    out = {k: math.nan if v is None else v for k, v in d.items()}
+    if d.get("small_p_ratio", 0) is None and out.get("small_p_rate") == 0 \
+            and out.get("small_p_mean", 0) > 0:
+        out["small_p_ratio"] = math.inf
     return out
 
 

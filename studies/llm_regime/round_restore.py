@@ -24,7 +24,6 @@ their largest difference, and how many results of that round's evaluations were 
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 from datetime import UTC, datetime
@@ -33,6 +32,7 @@ from typing import Any
 
 from amc.pipeline import rounds
 from amc.pipeline.params import PipelineParams, model_name
+from amc.results import dumps
 
 CHECKED = ("best_val_pearson", "best_val_auc", "best_val_mae")
 """Validation metrics a retrained version must reproduce."""
@@ -96,7 +96,7 @@ def retrain_round(p: PipelineParams, rec: dict[str, Any], tmp: Path,
     for old in rounds.list_rounds(p):
         if int(old["round"]) <= r:  # a closed copy: the stages record nothing into it
             (ledger / f"round-{int(old['round']):04d}.json").write_text(
-                json.dumps({**old, "status": "closed"}))
+                dumps({**old, "status": "closed"}))
     q = p.model_copy(update={
         "rounds": p.rounds.model_copy(update={"ledger_dir": ledger}),
         "dataset": p.dataset.model_copy(update={"out_dir": tmp / "dataset"}),
@@ -136,7 +136,7 @@ def record_restore(p: PipelineParams, entry: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     with path.open("a") as f:
-        f.write(json.dumps({"restored_at": stamp, **entry}, sort_keys=True) + "\n")
+        f.write(dumps({"restored_at": stamp, **entry}, sort_keys=True) + "\n")
 
 
 def restore_registry(p: PipelineParams, *, kept: Path | None = None) -> list[int]:

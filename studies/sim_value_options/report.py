@@ -20,6 +20,7 @@ from typing import Any
 
 from studies.confirm.analysis import compare
 from studies.sweeps.config import SweepParams
+from studies.sweeps.harvest import loads_quality, read_record
 from studies.sweeps.protocol import Protocol
 
 METRIC = "oracle_best"
@@ -88,7 +89,7 @@ def collect(protocol: Protocol, base: SweepParams) -> dict[str, Any]:
     for c in protocol.candidates:
         q = (R.ROOT / "evidence/value_quality.json" if c.name == R.REFERENCE  # the kept value's
              else Path(R.value_params(base, c).quality_file))
-        quality = json.loads(q.read_text()) if q.is_file() else None
+        quality = loads_quality(q.read_text()) if q.is_file() else None
         cands.append({"name": c.name, "value": c.value, "cell": c.cell,
                       "offline": value_figures(quality),
                       "validation": gain(recs[c.name]) if c.name in recs else None})
@@ -101,9 +102,9 @@ def collect(protocol: Protocol, base: SweepParams) -> dict[str, Any]:
     for cell in R.test_cells(protocol, base):
         path = R.record_path(cell)
         if path.is_file():
-            out["test"].append(test_row(cell.n, json.loads(path.read_text()),
-                                        json.loads(R.reference_test(cell.n).read_text()),
-                                        json.loads(R.ceiling_test(cell.n).read_text())))
+            out["test"].append(test_row(cell.n, read_record(path),
+                                        read_record(R.reference_test(cell.n)),
+                                        read_record(R.ceiling_test(cell.n))))
     return out
 
 

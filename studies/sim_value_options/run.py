@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from studies.sweeps.config import CellParams, SweepParams, ValueParams, load_sweep_params
+from studies.sweeps.harvest import read_record
 from studies.sweeps.protocol import Candidate, Protocol, choose, load_protocol
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,14 +123,14 @@ def run_cells(cells: list[CellParams]) -> None:
 def validation_records(protocol: Protocol, base: SweepParams) -> dict[str, dict[str, Any]]:
     """Each candidate's validation record that is on disk (by name), checked to be of its
     value as it stands (a value retrained after its cell makes that cell stale: an error)."""
-    out = {REFERENCE: json.loads(REFERENCE_VALIDATION.read_text())}
+    out = {REFERENCE: read_record(REFERENCE_VALIDATION)}
     if out[REFERENCE]["value_model_hash"] != REFERENCE_HASH:
         raise ValueError("the reference's validation record is not of the kept value")
     for cand in protocol.candidates[1:]:
         path = record_path(cell_params(base, cand, "validation"))
         if not path.is_file():
             continue
-        rec = json.loads(path.read_text())
+        rec = read_record(path)
         quality = json.loads(Path(value_params(base, cand).quality_file).read_text())
         if rec["value_model_hash"] != quality["model_hash"]:
             raise ValueError(f"{cand.name}: its validation cell ran with value "

@@ -28,6 +28,7 @@ import numpy as np
 
 from amc.config import SMCConfig, ValueConfig
 from amc.priors.planner_mix import PlannerMixOptions, PlannerMixPrior, load_planner
+from amc.results import dumps
 from amc.smc.methods import parse_method
 from amc.smc.sampler import run_task
 from amc.value.digest import model_hash
@@ -306,7 +307,7 @@ def run(cell: CellParams, track: bool = True, progress: bool = False) -> dict[st
         record["mlflow_run_id"] = log_mlflow(cell, summary)
     for path, obj in ((cell.out_file, record), (cell.metrics_file, summary)):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
+        Path(path).write_text(dumps(obj, indent=1, sort_keys=True) + "\n")  # strict: NaN null
     return record
 
 

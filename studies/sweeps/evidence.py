@@ -23,6 +23,7 @@ from typing import Any
 
 from studies.sweeps.bench_values import split_current
 from studies.sweeps.benchdoc import bench_of, bench_sections, bench_sentence, summary_section
+from studies.sweeps.harvest import loads_quality, read_record
 from studies.sweeps.protocol import Protocol, load_protocol
 from studies.sweeps.report import (
     best_regime,
@@ -55,12 +56,12 @@ def load_runs(root: Path) -> list[dict[str, Any]]:
     files = sorted((root / "runs").glob("*.json"))
     if not files:
         raise FileNotFoundError(f"no cell records under {root / 'runs'}")
-    return [json.loads(p.read_text()) for p in files]
+    return [read_record(p) for p in files]
 
 
 def load_quality(root: Path) -> dict[str, Any] | None:
     p = root / "value_quality.json"
-    return json.loads(p.read_text()) if p.is_file() else None
+    return loads_quality(p.read_text()) if p.is_file() else None
 
 
 def load_cost(root: Path) -> dict[str, Any] | None:
@@ -86,7 +87,8 @@ def load_current(root: Path) -> dict[str, str]:
 
 def load_values(root: Path) -> dict[str, dict[str, Any]]:
     """Every learned value's quality record by content hash (``root/values/<hash>.json``)."""
-    return {p.stem: json.loads(p.read_text()) for p in sorted((root / "values").glob("*.json"))}
+    return {p.stem: loads_quality(p.read_text())
+            for p in sorted((root / "values").glob("*.json"))}
 
 
 OTHERS = "**Other benchmarks:**"

@@ -38,6 +38,7 @@ from typing import Any
 
 from studies.sweeps.cell import cell_name
 from studies.sweeps.config import CellParams
+from studies.sweeps.harvest import read_record
 from studies.sweeps.select import compare
 
 
@@ -279,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         current = current_hash(Path(f"out/value_quality_{args.bench}.json"))
         # the choice reads the current value's learned records only (a retrained value's
         # validation cells choose its test cells, not the superseded value's)
-        runs = [r for r in (json.loads(p.read_text()) for p in files) if is_current(r, current)]
+        runs = [r for r in (read_record(p) for p in files) if is_current(r, current)]
         cells = chosen_test_cells(runs, args.bench)
         if not cells:
             print(f"error: no {args.bench} validation records under {args.runs}/runs",

@@ -11,7 +11,8 @@ them); WebShop's and SciWorld's values (``sweeps/out/value_quality_<bench>.json`
 ``value_webshop`` / ``value_sciworld``) likewise, as ``evidence/value_quality_<bench>.json`` and
 under ``values/``. Nothing is
 dropped: a name seen twice with different rows keeps both (the second gets the experiment's
-name as a suffix).
+name as a suffix). Every file is strict JSON (a non-finite number is written null, issue 63);
+:func:`read_record` and :func:`loads_quality` read them back as the writers held them.
 
     python -m studies.sweeps.harvest --repo /tmp/clone --out evidence
 """
@@ -21,9 +22,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
+
+from amc.results import dumps, strict
+from amc.value.offline import figures_from_json
 
 RUNS = "sweeps/out/runs.json"
 QUALITY = "sweeps/out/value_quality.json"
@@ -43,11 +49,50 @@ def experiment_refs(repo: Path) -> list[str]:
 
 
 def dumps_record(rec: dict[str, Any]) -> str:
-    """The evidence file: header keys indented, one row per line."""
+    """The evidence file: header keys indented, one row per line (strict JSON: a metric not
+    measured, NaN, is written null)."""
     head = {k: v for k, v in rec.items() if k != "rows"}
-    body = ",\n".join(json.dumps(r, sort_keys=True) for r in rec["rows"])
-    text = json.dumps(head, indent=1, sort_keys=True)
+    body = ",\n".join(dumps(r, sort_keys=True) for r in rec["rows"])
+    text = dumps(head, indent=1, sort_keys=True)
     return text[:-2] + ',\n "rows": [\n' + body + "\n ]\n}\n"
+
+
+def loads_record(text: str) -> dict[str, Any]:
+    """A cell record as its cell wrote it: a row's metric written null reads NaN again."""
+    rec: dict[str, Any] = json.loads(text)
+    for r in rec.get("rows") or []:
+        for k in ("bon", "amc"):
+            if isinstance(m := (r.get(k) or {}).get("metrics"), dict):
+                r[k]["metrics"] = {n: math.nan if v is None else v for n, v in m.items()}
+    return rec
+
+
+def read_record(path: str | Path) -> dict[str, Any]:
+    """:func:`loads_record` of a cell record file (``evidence/runs/<name>.json``)."""
+    return loads_record(Path(path).read_text())
+
+
+def loads_quality(text: str) -> dict[str, Any]:
+    """A value's quality record with its offline figures as computed (null: NaN, or +inf for
+    ``small_p_ratio``, :func:`amc.value.offline.figures_from_json`)."""
+    q: dict[str, Any] = json.loads(text)
+    off = q.get("offline")
+    if isinstance(off, dict):
+        for who, figs in off.items():
+            if isinstance(figs, dict):
+                off[who] = figures_from_json(figs)
+    return q
+
+
+NON_FINITE = re.compile(r'("(?:[^"\\]|\\.)*")|-?Infinity|NaN')
+"""A JSON string (kept as it is), or a non-finite number as Python's json writes it."""
+
+
+def strict_text(text: str) -> str:
+    """``text`` (JSON as Python writes it) with every ``NaN`` / ``Infinity`` / ``-Infinity``
+    number as ``null`` and every other byte as it was (a value stage's quality record copied
+    from an older experiment)."""
+    return NON_FINITE.sub(lambda m: m.group(1) or "null", text)
 
 
 def save(rec: dict[str, Any], out: Path, suffix: str) -> Path | None:
@@ -55,7 +100,7 @@ def save(rec: dict[str, Any], out: Path, suffix: str) -> Path | None:
     out.mkdir(parents=True, exist_ok=True)
     same_name = [out / f"{rec['name']}.json", *sorted(out.glob(f"{rec['name']}--*.json"))]
     existing = [p for p in same_name if p.is_file()]
-    if any(json.loads(p.read_text())["rows"] == rec["rows"] for p in existing):
+    if any(json.loads(p.read_text())["rows"] == strict(rec["rows"]) for p in existing):
         return None
     path = out / (f"{rec['name']}--{suffix}.json" if existing else f"{rec['name']}.json")
     path.write_text(dumps_record(rec))
@@ -90,7 +135,7 @@ def harvest(repo: Path, out: Path) -> list[Path]:
     for path in QUALITY_FILES:
         quality = repo / path
         if quality.is_file():
-            (out / quality.name).write_text(quality.read_text())
+            (out / quality.name).write_text(strict_text(quality.read_text()))
             written.append(out / quality.name)
             written += save_quality(quality.read_text(), out)
     return written
@@ -121,7 +166,7 @@ def save_quality(text: str, out: Path) -> list[Path]:
     if path.is_file():
         return []
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    path.write_text(strict_text(text))
     return [path]
 
 

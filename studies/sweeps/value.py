@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from amc.config import SMCConfig
+from amc.results import dumps
 from amc.smc.sampler import run_task
 from amc.types import History
 from amc.value.data import (
@@ -212,7 +213,7 @@ def run(vp: ValueParams, cell: CellParams, track: bool = True, progress: bool = 
     if cell.benchmark != "textcraft":
         record.update(benchmark=cell.benchmark, split=split_record(cell))
     Path(vp.quality_file).parent.mkdir(parents=True, exist_ok=True)
-    Path(vp.quality_file).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    Path(vp.quality_file).write_text(dumps(record, indent=1, sort_keys=True) + "\n")  # strict
     return record
 
 

@@ -71,3 +71,23 @@ def test_spearman_exact_p_is_the_share_of_permutations_at_least_as_extreme():
     assert np.isnan(spearman_exact([1, 1, 1], [1, 2, 3])[0])  # a constant figure
     rho, p = spearman_exact(np.arange(10.0), np.arange(10.0))  # seeded Monte Carlo beyond 8
     assert rho == pytest.approx(1.0) and 0 < p < 0.01
+
+
+def test_figures_read_back_from_strict_json_as_computed():
+    """Issue 63: strict JSON writes a non-finite figure null; small_p_ratio's null is +inf
+    where the low states never succeed but are scored above 0, NaN where nothing is low."""
+    import json
+    import math
+
+    from amc.results import dumps
+    from amc.value.offline import figures_from_json
+
+    groups, success, _, _, soft = states()
+    lost = offline_figures(soft, np.zeros(12, bool), groups)  # low states, none succeeds
+    none_low = offline_figures(np.full(12, 0.9), success, groups)  # no state below SMALL
+    assert lost["small_p_ratio"] == math.inf and math.isnan(none_low["small_p_ratio"])
+    for figs in (lost, none_low):
+        back = figures_from_json(json.loads(dumps(figs)))
+        assert list(back) == list(figs)
+        assert all(back[k] == v or (math.isnan(back[k]) and math.isnan(v))
+                   for k, v in figs.items())
