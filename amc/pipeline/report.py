@@ -96,7 +96,7 @@ def success_vs_n(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
     axes[0].legend(fontsize=8)
     fig.suptitle(f"{ev['env']}: quality vs N (mean ± s.e. over tasks, seeds averaged)")
     _save(fig, out / "success_vs_n.png")
-    write_json_atomic(out / "success_vs_n.json", rows)
+    write_json_atomic(out / "success_vs_n.json", plot_points(rows))
     return rows
 
 
@@ -123,7 +123,7 @@ def cost_quality(ev: dict[str, Any], out: Path) -> list[dict[str, Any]]:
     axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.suptitle("cost vs quality" + ("" if len(panels) > 1 else " (local model: $0)"))
     _save(fig, out / "cost_quality.png")
-    write_json_atomic(out / "cost_quality.json", rows)
+    write_json_atomic(out / "cost_quality.json", plot_points(rows))
     return rows
 
 
@@ -138,6 +138,19 @@ def pick_smc_task(ev: dict[str, Any], results: dict[str, list[TaskResult]]
             if rs:
                 return max(rs, key=lambda r: sum(s.resampled for s in r.steps))
     return None
+
+
+PLOT_DIGITS = 6
+"""Significant digits of the points in ``plots/*.json``. A reader sees three; the value's float
+weights differ run to run and machine to machine around the 8th (BLAS reduction order), which
+would otherwise make every fresh ``make run`` rewrite the committed plot files."""
+
+
+def plot_points(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with every float rounded to :data:`PLOT_DIGITS` significant digits."""
+    def r(x: Any) -> Any:
+        return float(f"{x:.{PLOT_DIGITS}g}") if isinstance(x, float) and math.isfinite(x) else x
+    return [{k: r(v) for k, v in row.items()} for row in rows]
 
 
 def genealogy(rec: TaskResult | None, out: Path) -> list[dict[str, Any]]:
@@ -161,7 +174,7 @@ def genealogy(rec: TaskResult | None, out: Path) -> list[dict[str, Any]]:
     a1.set(xlabel="step t", ylabel="ESS / N", ylim=(0, 1.05))
     a2.set(xlabel="step t", ylabel="particle slot", title="resampling genealogy")
     _save(fig, out / "genealogy.png")
-    write_json_atomic(out / "ess.json", rows)
+    write_json_atomic(out / "ess.json", plot_points(rows))
     return rows
 
 
@@ -218,7 +231,7 @@ def calibration(p: PipelineParams, ev: dict[str, Any], results: dict[str, list[T
     ax.set(xlabel="predicted future reward", ylabel="realised future reward",
            title=f"calibration: {value.name}")
     _save(fig, out / "calibration.png")
-    write_json_atomic(out / "calibration.json", rows)
+    write_json_atomic(out / "calibration.json", plot_points(rows))
     return stats
 
 

@@ -66,3 +66,14 @@ def test_report_loads_the_challenger_from_the_params_store_not_the_default(workd
     s = report.run(p)
     assert s["calibration"]["value"] == "registry-quality"
     assert s["calibration"]["states"] > 0 and s["calibration"]["pearson"] > 0.2
+
+
+def test_plot_points_absorb_float_noise_of_the_weights_but_keep_what_a_reader_sees():
+    from amc.pipeline.report import plot_points
+
+    # two runs' calibration points differed in the 8th significant digit (BLAS order)
+    a = plot_points([{"predicted": 0.13712957253058752, "count": 6, "method": "bon@4"}])
+    b = plot_points([{"predicted": 0.13712953527768454, "count": 6, "method": "bon@4"}])
+    assert a == b and a[0]["count"] == 6 and a[0]["method"] == "bon@4"
+    assert plot_points([{"x": 0.1371}]) != plot_points([{"x": 0.1372}])
+    assert plot_points([{"x": 1234.5678}]) == [{"x": 1234.57}]
