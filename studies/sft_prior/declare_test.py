@@ -15,8 +15,9 @@ chosen cell's own Best-of-8 rollouts, without any AMC run:
 - **seeds per task** k in ``SEED_OPTIONS``: the fewest tasks whose two-sided t test detects half
   the room with 80% power at sd ``sigma_pair / sqrt(k)``, at least ``MIN_TASKS``;
 - **CPU time**: the methods' prior calls per (task, seed) (Best-of-N's measured in the search at
-  the horizon; AMC's the same; the zero-shot value adds one scoring call per particle and
-  resampling; the rollout ceiling ``M_ROLLOUTS`` continuations per particle and remaining step)
+  the horizon; AMC's the same; the zero-shot value adds one scoring call per particle at the
+  regime's one resampling step t, as the room assumes; the rollout ceiling ``M_ROLLOUTS``
+  continuations per particle and remaining step)
   times the measured CPU seconds per particle-step of the benchmark
   (docs/benchmarks.md, ``particle-step-2-thread-adapter``, ``hf+kv compact`` at N).
 
@@ -112,7 +113,7 @@ def calls_per_task_seed(bon_calls: float, c: dict[str, Any]) -> dict[str, float]
     """Prior calls (particle-steps) of each declared method for one (task, seed)."""
     n, h, t = c["n"], c["horizon"], c["step"]
     return {f"bon@{n}": bon_calls, f"smc@{n}+challenger": bon_calls,
-            f"smc@{n}+zero-shot": bon_calls + n * len(range(t, h, t)),
+            f"smc@{n}+zero-shot": bon_calls + n,  # one scoring call per particle at step t
             f"smc@{n}+rollout": bon_calls + n * M_ROLLOUTS * (h - t)}
 
 
