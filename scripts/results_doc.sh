@@ -27,6 +27,8 @@ F1=evidence/sft-prior/sft-run.md
 F2=evidence/sft-prior/regime-search/room.md
 [ -f "$F1" ] && S+=(--section "The embedded model taught TextCraft by the planner's demonstrations (SFT, LoRA): held-out skill by checkpoint (amc sft; studies/sft_prior)=$F1")
 [ -f "$F2" ] && S+=(--section "The fine-tuned prior's declared regime search: success by depth and checkpoint, room per regime (studies/sft_prior/regime_search/protocol.json)=$F2")
+F4=evidence/sft-prior/failure-modes.md
+[ -f "$F4" ] && S+=(--section "How the fine-tuned prior fails in the search's rollouts (studies/sft_prior/failure_modes.py)=$F4")
 F3=evidence/sft-prior/test-sizing.md
 [ -f "$F3" ] && S+=(--section "A test set for the fine-tuned prior's chosen regime: sized from its own rollouts (studies/sft_prior/declare_test.py)=$F3")
 # The value options' offline figures (issue 50, studies/value_options): the chosen regime's step 1,
