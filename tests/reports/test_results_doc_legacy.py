@@ -125,7 +125,9 @@ def test_the_committed_results_document_is_what_its_committed_copies_generate(tm
                 "evidence/llm-regime/regime-search/room.md",
                 "evidence/llm-regime/regime-search/test-sizing.md",
                 "evidence/llm-regime/zero-shot-yesno-auc.md",
-                "evidence/sim-value-options/result.md", "evidence/sft-prior/sft-run.md"):
+                "evidence/sim-value-options/result.md", "evidence/sft-prior/sft-run.md",
+                "evidence/sft-prior/regime-search/room.md", "evidence/sft-prior/failure-modes.md",
+                "evidence/sft-prior/test-sizing.md"):
         src, dst = repo / rel, tmp_path / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
