@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,24 @@ def prompts(prior: Any, histories: Sequence[History], suite: Any) -> list[str]:
     return [prior.render(h) for h in with_menus(histories, suite)]
 
 
+def padded_batches(ids: list[list[int]], order: list[int], batch_size: int, pad: int,
+                   left: bool) -> Iterator[tuple[list[int], Any, Any]]:
+    """(rows, input ids, attention mask) per batch of ``order``; padded on the left (each row's
+    last token at the end: next-token logits) or on the right (hidden states from position 0)."""
+    import torch
+
+    for b in range(0, len(order), batch_size):
+        rows = order[b: b + batch_size]
+        width = max(len(ids[i]) for i in rows)
+        x = torch.full((len(rows), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for j, i in enumerate(rows):
+            at = slice(width - len(ids[i]), None) if left else slice(0, len(ids[i]))
+            x[j, at] = torch.tensor(ids[i])
+            mask[j, at] = 1
+        yield rows, x, mask
+
+
 def hidden_features(model: Any, tokenizer: Any, texts: Sequence[str], layers: Sequence[int],
                     batch_size: int = 8, max_tokens: int = 2048
                     ) -> dict[str, np.ndarray]:
@@ -131,14 +149,7 @@ def hidden_features(model: Any, tokenizer: Any, texts: Sequence[str], layers: Se
     out: dict[str, np.ndarray] = {}
     model.eval()
     with torch.inference_mode():
-        for b in range(0, len(order), batch_size):
-            rows = order[b: b + batch_size]
-            width = max(len(ids[i]) for i in rows)
-            x = torch.full((len(rows), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for j, i in enumerate(rows):
-                x[j, : len(ids[i])] = torch.tensor(ids[i])
-                mask[j, : len(ids[i])] = 1
+        for rows, x, mask in padded_batches(ids, order, batch_size, pad, left=False):
             hs = model(input_ids=x, attention_mask=mask, output_hidden_states=True,
                        logits_to_keep=1).hidden_states  # no logits over 262k tokens per position
             last = mask.sum(1) - 1
@@ -173,14 +184,7 @@ def next_token_tops(model: Any, tokenizer: Any, texts: Sequence[str], top: int =
     tops: list[dict[str, float]] = [{} for _ in distinct]
     model.eval()
     with torch.inference_mode():
-        for b in range(0, len(order), batch_size):
-            rows = order[b: b + batch_size]
-            width = max(len(ids[i]) for i in rows)
-            x = torch.full((len(rows), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for j, i in enumerate(rows):
-                x[j, width - len(ids[i]):] = torch.tensor(ids[i])
-                mask[j, width - len(ids[i]):] = 1
+        for rows, x, mask in padded_batches(ids, order, batch_size, pad, left=True):
             pos = (mask.cumsum(-1) - 1).clamp(min=0)
             logits = model(input_ids=x, attention_mask=mask, position_ids=pos,
                            logits_to_keep=1).logits[:, -1].float()

@@ -145,3 +145,12 @@ def test_the_runner_refuses_without_a_chosen_regime_or_training_rollouts(tmp_pat
     room.write_text(json.dumps({"chosen": CHOSEN}))
     with pytest.raises(measure.Refused, match="training rollouts are missing"):
         measure.inputs(room, protocol.PROTOCOL, tmp_path / "train")
+
+
+def test_padded_batches_pad_on_the_declared_side() -> None:
+    ids = [[5, 6, 7], [8]]
+    (rows, x, mask), = reader.padded_batches(ids, [0, 1], 8, pad=0, left=True)
+    assert rows == [0, 1] and x.tolist() == [[5, 6, 7], [0, 0, 8]]
+    assert mask.tolist() == [[1, 1, 1], [0, 0, 1]]
+    (_, x, mask), = reader.padded_batches(ids, [0, 1], 8, pad=0, left=False)
+    assert x.tolist() == [[5, 6, 7], [8, 0, 0]] and mask.tolist() == [[1, 1, 1], [1, 0, 0]]
