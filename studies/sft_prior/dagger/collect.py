@@ -1,0 +1,89 @@
+"""Collect the DAgger round's rollouts of checkpoint 244 (``protocol.json``), resumable, kept.
+
+    python -m studies.sft_prior.dagger.collect --shard 0 --of 2 [--keep-only]
+
+Shard ``k`` of ``n`` plays every n-th declared task (two shards run side by side, one torch
+thread each) with ``amc run`` into ``runs/sft-dagger/round1/shardK`` (finished (task, seed)
+results survive a restart); the finished seed files are gzipped into
+``evidence/sft-prior/dagger/round1/shardK/``, which the SFT run's ``demos.rollout_dirs`` reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+RUNS = REPO / "runs/sft-dagger/round1"
+EVIDENCE = REPO / "evidence/sft-prior/dagger/round1"
+
+
+def protocol() -> dict[str, Any]:
+    return json.loads((HERE / "protocol.json").read_text())
+
+
+def shard_tasks(tasks: list[str], k: int, n: int) -> list[str]:
+    """Every n-th task from the k-th (the shards partition the declared tasks)."""
+    if not 0 <= k < n:
+        raise ValueError(f"shard {k} of {n}: need 0 <= shard < of")
+    return tasks[k::n]
+
+
+def config(k: int, n: int) -> dict[str, Any]:
+    """The ``amc run`` configuration of shard ``k`` of ``n``."""
+    col = protocol()["collection"]
+    return {
+        "env": {"name": "textcraft", "options": col["env_options"]},
+        "prior": col["prior"],
+        "smc": {"max_steps": col["max_steps"], "success_threshold": 1.0},
+        "methods": [col["method"]], "task_ids": shard_tasks(col["tasks"], k, n),
+        "seeds": col["seeds"], "max_concurrent_tasks": 1,
+        "out_dir": str((RUNS / f"shard{k}").relative_to(REPO)),
+    }
+
+
+def keep_results(k: int) -> int:
+    """Gzip shard ``k``'s complete seed-file lines into the evidence folder; returns them."""
+    src, dst = RUNS / f"shard{k}", EVIDENCE / f"shard{k}"
+    dst.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for f in sorted(src.glob("*__seed*.jsonl")):
+        lines = [x for x in f.read_text().splitlines(keepends=True) if x.endswith("\n")]
+        n += len(lines)
+        with gzip.GzipFile(dst / (f.name + ".gz"), "wb", mtime=0) as out:
+            out.write("".join(lines).encode())
+    return n
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shard", type=int, required=True)
+    ap.add_argument("--of", type=int, default=2)
+    ap.add_argument("--keep-only", action="store_true", help="only keep finished results")
+    a = ap.parse_args(argv)
+    try:
+        cfg = config(a.shard, a.of)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if not a.keep_only:
+        path = RUNS / f"shard{a.shard}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        rc = subprocess.call([sys.executable, "-m", "amc", "run", "-c", str(path)], cwd=REPO)
+        if rc != 0:
+            return rc
+    print(f"kept {keep_results(a.shard)} records of shard {a.shard}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
