@@ -33,6 +33,10 @@ class DemoOptions(Frozen):
     """Most steps of a demonstration episode."""
     seed: int = 0
     """Seeds the noisy episodes (one generator per task and episode)."""
+    rollout_dirs: list[str] = Field(default_factory=list)
+    """DAgger: ``amc run`` output folders of a prior's own rollouts; every state they reached
+    is labelled with the planner's action there (:mod:`amc.sft.dagger`) and joins the pairs
+    (same leak check: their tasks must be allowed demonstration tasks)."""
 
 
 class SFTOptions(Frozen):
@@ -72,6 +76,11 @@ class SFTOptions(Frozen):
     """Optimiser steps of linear warm-up."""
     epochs: float = Field(2.0, gt=0)
     """Passes over the demonstrations (fractions allowed)."""
+    max_steps: int | None = Field(None, ge=1)
+    """Stop after this many optimiser steps (None: ``epochs`` decides)."""
+    init_adapter: str | None = None
+    """Start from this adapter folder's LoRA weights (same rank, targets and layers) instead
+    of a fresh initialisation: a DAgger round continues the checkpoint that played."""
     batch_tokens: int = Field(4096, ge=64)
     """Most (padded) tokens per optimiser step: batches are grouped by length under this cap
     (an uncapped batch of long prompts took 24 GB)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -111,19 +111,29 @@ def episode(opts: SFTOptions, suite: EnvSuite, hooks: PlannerHooks, task_id: str
 
 
 def build_demos(opts: SFTOptions, suite: EnvSuite, progress: Any = None) -> list[Demo]:
-    """Every task's episodes; a prompt already labelled for the task is kept once."""
+    """Every task's episodes, then the labelled states of ``demos.rollout_dirs`` (DAgger,
+    :mod:`amc.sft.dagger`); a prompt already labelled for its task is kept once."""
+    from amc.sft.dagger import rollout_demos
+
     hooks = load_planner(opts.env)
     out: list[Demo] = []
+    seen: dict[str, set[str]] = {}
     for i, tid in enumerate(demo_tasks(opts, suite)):
-        seen: set[str] = set()
         for k in range(len(opts.demos.skills)):
             rng = np.random.default_rng([opts.demos.seed, i, k])
-            for d in episode(opts, suite, hooks, tid, k, rng):
-                if d.prompt not in seen:
-                    seen.add(d.prompt)
-                    out.append(d)
+            out += _unseen(episode(opts, suite, hooks, tid, k, rng), seen)
         if progress is not None:
             progress(i + 1)
+    return out + _unseen(rollout_demos(opts, suite, hooks), seen)
+
+
+def _unseen(demos: Iterable[Demo], seen: dict[str, set[str]]) -> list[Demo]:
+    """The pairs whose prompt their task has not labelled yet (``seen`` is updated)."""
+    out = []
+    for d in demos:
+        if d.prompt not in seen.setdefault(d.task_id, set()):
+            seen[d.task_id].add(d.prompt)
+            out.append(d)
     return out
 
 

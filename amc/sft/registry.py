@@ -16,7 +16,8 @@ from pathlib import Path
 from amc.sft.config import SFTOptions
 from amc.sft.loop import CHECKPOINTS, FINAL, SFTResult
 
-CURVE_METRICS = ("loss", "val_loss", "val_action_acc", "tokens")
+CURVE_METRICS = ("loss", "val_loss", "val_action_acc", "val_loss_own", "val_action_acc_own",
+                 "tokens")
 """Per-step metrics logged to MLflow (their history is the training curve)."""
 
 

@@ -68,7 +68,7 @@ def run_sft(opts: SFTOptions, log: Callable[[str], None] = print) -> dict[str, A
             f.write(json.dumps(row) + "\n")
     metrics: dict[str, Any] = {
         "pairs": len(demos), "data_sha256": digest, "steps": len(res.curve),
-        "costs": res.costs, "checkpoints": res.checkpoints,
+        "costs": res.costs, "checkpoints": res.checkpoints, "initial": res.initial,
         "final_loss": res.curve[-1]["loss"] if res.curve else None}
     if opts.track:
         from amc.sft.registry import log_sft_run

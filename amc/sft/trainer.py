@@ -17,6 +17,7 @@ same batch order. Costs are measured: wall and process CPU seconds, tokens seen.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -122,8 +123,31 @@ def evaluate(model: Any, examples: list[Example], pad: int, device: torch.device
     return {"val_loss": nll / tokens, "val_action_acc": exact / len(examples)}
 
 
+def load_adapter_weights(model: Any, folder: Path) -> None:
+    """Copy a saved adapter's LoRA weights into ``model``; refuse one that does not cover
+    exactly the model's adapters with the same shapes (another rank, targets or layers)."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    path = folder / "adapter_model.safetensors"
+    if not path.is_file():
+        raise FileNotFoundError(f"init_adapter: {path} not found")
+    saved = load_file(str(path))
+    # peft saves keys without the adapter's name ("lora_A.weight", not "lora_A.default.weight")
+    own = {k.replace(".default.", "."): v for k, v in model.state_dict().items() if "lora_" in k}
+    if set(saved) != set(own) or any(saved[k].shape != own[k].shape for k in own):
+        raise ValueError(f"init_adapter {folder}: its {len(saved)} LoRA tensors do not match "
+                         f"the run's {len(own)} (rank, lora_targets and lora_top_layers must "
+                         "be the adapter's)")
+    set_peft_model_state_dict(model, saved)
+    now = {k.replace(".default.", "."): v for k, v in model.state_dict().items() if "lora_" in k}
+    if any(not torch.equal(now[k], saved[k].to(now[k].dtype)) for k in saved):
+        raise ValueError(f"init_adapter {folder}: its weights did not load")
+
+
 def load_lora(opts: SFTOptions) -> tuple[Any, Any, torch.device]:
-    """The base model with fresh LoRA adapters on the chosen layers (seeded)."""
+    """The base model with LoRA adapters on the chosen layers: seeded fresh ones, or
+    ``init_adapter``'s weights."""
     from peft import LoraConfig, get_peft_model
 
     from amc.priors.hf import load_base_lm
@@ -135,6 +159,8 @@ def load_lora(opts: SFTOptions) -> tuple[Any, Any, torch.device]:
                       target_modules=list(opts.lora_targets), task_type="CAUSAL_LM",
                       layers_to_transform=list(range(n_layers - k, n_layers)))
     model = get_peft_model(base, lora).to(device)
+    if opts.init_adapter is not None:
+        load_adapter_weights(model, Path(opts.init_adapter))
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return model, tok, device
