@@ -13,7 +13,6 @@ Writes ``evidence/sft-prior/failure-modes.md``.
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -71,8 +70,12 @@ def main() -> int:
     c = protocol()["candidates"]
     lines = ["| checkpoint | depth | rollouts | success | repeats previous action | gets an "
              "item again | never crafts | agrees with the planner |", "|" + "---|" * 8]
-    for ckpt, depth in itertools.product(c["checkpoint"], c["depth"]):
-        folder: Path = EVIDENCE / step_dir(ckpt) / f"depth{depth}"
+    from studies.sft_prior.dagger.analyse import cells as dagger_cells
+
+    kept = [(ckpt, depth, EVIDENCE / step_dir(ckpt) / f"depth{depth}")
+            for ckpt, depth in itertools.product(c["checkpoint"], c["depth"])]
+    kept += [(label, 2, folder) for label, folder in dagger_cells(2)[1:]]  # the DAgger round's
+    for ckpt, depth, folder in kept:
         if not folder.is_dir():
             continue
         hs = [h for v in task_histories(read_records(folder)).values() for _, _, h in v]
