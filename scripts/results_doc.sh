@@ -31,6 +31,10 @@ F4=evidence/sft-prior/failure-modes.md
 [ -f "$F4" ] && S+=(--section "How the fine-tuned prior fails in the search's rollouts (studies/sft_prior/failure_modes.py)=$F4")
 F3=evidence/sft-prior/test-sizing.md
 [ -f "$F3" ] && S+=(--section "A test set for the fine-tuned prior's chosen regime: sized from its own rollouts (studies/sft_prior/declare_test.py)=$F3")
+F5=evidence/sft-prior/dagger/sft-run.md
+F6=evidence/sft-prior/dagger/room.md
+[ -f "$F5" ] && S+=(--section "One DAgger round: the planner labels the fine-tuned prior's own states; held-out accuracy there (studies/sft_prior/dagger/protocol.json)=$F5")
+[ -f "$F6" ] && S+=(--section "The DAgger round's search: checkpoint 244 against the DAgger checkpoint at depth 2, room per regime=$F6")
 # The value options' offline figures (issue 50, studies/value_options): the chosen regime's step 1,
 # then the old regime's steps 2 and 4; their own title line is dropped (the section names them).
 for V in chosen:results-chosen.md old:results.md; do
