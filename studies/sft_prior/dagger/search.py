@@ -1,13 +1,14 @@
 """The DAgger round's search cell: its declared checkpoint at depth 2, collected and kept.
 
-    python -m studies.sft_prior.dagger.search [--depth 2] [--keep-only]
+    python -m studies.sft_prior.dagger.search [--depth 2] [--seed S] [--keep-only]
 
 1. the checkpoint is chosen by ``protocol.json``'s rule from the round's SFT run
    (``sft/out-dagger1``): the highest held-out greedy action accuracy on the prior's own states
    (ties: the later), and kept in git under ``sft/kept/textcraft-dagger1/step-NNNNNN``;
 2. ``amc run`` plays the regime search's collection (Best-of-8, seeds 0 and 1, the same
    validation tasks, the same prior options) with that adapter into
-   ``runs/sft-dagger/search/depthD`` (finished (task, seed) results survive restarts);
+   ``runs/sft-dagger/search/depthD-seedS`` (``--seed``: one declared seed per process, so the
+   two run side by side; finished (task, seed) results survive restarts);
 3. the finished seed files are gzipped into ``evidence/sft-prior/dagger/search/depthD/``.
 """
 
@@ -58,17 +59,20 @@ def keep_adapter(step: int) -> Path:
         if made.is_dir() and not filecmp.cmp(kept / FILES[0], made / FILES[0], shallow=False):
             raise SystemExit(f"error: {made} differs from the kept {kept}: another SFT run")
         return kept
-    kept.mkdir(parents=True)
+    kept.mkdir(parents=True, exist_ok=True)  # two seeds' processes may both get here
     for f in FILES:
         shutil.copy2(made / f, kept / f)
     return kept
 
 
-def config(step: int, depth: int) -> dict[str, Any]:
-    """The regime search's ``amc run`` configuration with the DAgger adapter."""
+def config(step: int, depth: int, seed: int) -> dict[str, Any]:
+    """The regime search's ``amc run`` configuration of one declared seed, DAgger adapter."""
     cfg = search.config(244, depth)  # 244: only to build the shared fields; replaced below
+    if seed not in cfg["seeds"]:
+        raise ValueError(f"seed {seed} is not declared ({cfg['seeds']})")
     cfg["prior"]["options"]["adapter"] = str(keep_adapter(step).relative_to(REPO))
-    cfg["out_dir"] = str((RUNS / f"depth{depth}").relative_to(REPO))
+    cfg["seeds"] = [seed]
+    cfg["out_dir"] = str((RUNS / f"depth{depth}-seed{seed}").relative_to(REPO))
     return cfg
 
 
@@ -76,10 +80,10 @@ def keep_results(depth: int) -> int:
     """Gzip the cell's complete seed-file lines into the evidence folder; returns them."""
     import gzip
 
-    src, dst = RUNS / f"depth{depth}", EVIDENCE / f"depth{depth}"
+    dst = EVIDENCE / f"depth{depth}"
     dst.mkdir(parents=True, exist_ok=True)
     n = 0
-    for f in sorted(src.glob("bon@*__seed*.jsonl")):
+    for f in sorted(RUNS.glob(f"depth{depth}-seed*/bon@*__seed*.jsonl")):
         lines = [x for x in f.read_text().splitlines(keepends=True) if x.endswith("\n")]
         n += len(lines)
         with gzip.GzipFile(dst / (f.name + ".gz"), "wb", mtime=0) as out:
@@ -90,14 +94,20 @@ def keep_results(depth: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--depth", type=int, default=2, choices=[2, 3])
+    ap.add_argument("--seed", type=int, default=0, help="the declared seed to play")
     ap.add_argument("--keep-only", action="store_true", help="only keep finished results")
     a = ap.parse_args(argv)
     if not a.keep_only:
         step, acc = chosen_step(STAGE if STAGE.is_dir() else KEPT)
         print(f"DAgger checkpoint {step} (held-out own-state greedy accuracy {acc:.3f})")
-        path = RUNS / f"depth{a.depth}.yaml"
+        try:
+            cfg = config(step, a.depth, a.seed)
+        except ValueError as e:
+            print(f"error: --seed: {e}", file=sys.stderr)
+            return 2
+        path = RUNS / f"depth{a.depth}-seed{a.seed}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(config(step, a.depth), sort_keys=False))
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
         rc = subprocess.call([sys.executable, "-m", "amc", "run", "-c", str(path)], cwd=REPO)
         if rc != 0:
             return rc

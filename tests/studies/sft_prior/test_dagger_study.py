@@ -7,6 +7,7 @@ import pytest
 
 from studies.sft_prior.dagger.collect import config, protocol, shard_tasks
 from studies.sft_prior.dagger.search import chosen_step
+from studies.sft_prior.dagger.search import config as search_config
 
 
 def test_two_shards_play_every_declared_task_once_with_checkpoint_244() -> None:
@@ -37,3 +38,8 @@ def test_the_checkpoint_is_the_best_on_own_states_and_the_later_on_a_tie(tmp_pat
         chosen_step(tmp_path)
     with pytest.raises(FileNotFoundError, match="no checkpoints"):
         chosen_step(tmp_path / "none")
+
+
+def test_the_search_cell_plays_only_declared_seeds() -> None:
+    with pytest.raises(ValueError, match="seed 5 is not declared"):
+        search_config(100, 2, 5)
