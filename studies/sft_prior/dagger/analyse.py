@@ -8,6 +8,7 @@ checkpoint's cell -- and applies the first search's estimator and choice rule
 (task, seed) is kept. Writes ``room.json`` and ``room.md`` beside the cells and
 ``sft-run.md``; ``--check`` recomputes room.json and compares.
 
+    python -m studies.sft_prior.dagger.analyse --keep-sft   # once, after the round's SFT run
     python -m studies.sft_prior.dagger.analyse [--check]
 """
 
@@ -94,10 +95,31 @@ def sft_table(metrics: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def keep_sft(run: Path = HERE.parents[2] / "sft/out-dagger1") -> dict[str, Any]:
+    """The round's SFT metrics (``sft/out-dagger1`` is not in git), its own-state pair count
+    and the declared checkpoint choice, kept at ``SFT_METRICS``."""
+    from studies.sft_prior.dagger.search import chosen_step
+
+    m = json.loads((run / "metrics.json").read_text())
+    skills = 2  # params.yaml sft.demos.skills [1.0, 0.5]: episodes 0, 1 are the planner's
+    with open(run / "demos.jsonl") as f:
+        own = sum(1 for line in f if json.loads(line)["episode"] >= skills)
+    keep = {k: m[k] for k in ("pairs", "data_sha256", "steps", "costs", "initial",
+                              "registered")}
+    keep["checkpoints"] = [{k: v for k, v in c.items() if k != "path"} for c in m["checkpoints"]]
+    keep["own_pairs"], keep["chosen_step"] = own, chosen_step(run / "checkpoints")[0]
+    SFT_METRICS.parent.mkdir(parents=True, exist_ok=True)
+    SFT_METRICS.write_text(json.dumps(keep, indent=1, sort_keys=True) + "\n")
+    return keep
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="recompute and compare room.json")
+    ap.add_argument("--keep-sft", action="store_true", help="keep the round's SFT metrics")
     args = ap.parse_args(argv)
+    if args.keep_sft:
+        keep_sft()
     if SFT_METRICS.is_file() and not args.check:
         m = json.loads(SFT_METRICS.read_text())
         (OUT / "sft-run.md").write_text(
