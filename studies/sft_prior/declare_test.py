@@ -28,7 +28,7 @@ with ``SEED`` from ``heldout.json``'s test reserve at the chosen depth (never de
 LLM study ran them). Writes ``declared/test.json`` once, and ``evidence/sft-prior/test-sizing.md``
 (or only the sizing when nothing fits).
 
-    python -m studies.sft_prior.declare_test
+    python -m studies.sft_prior.declare_test [--dagger]   # --dagger: the DAgger round's choice
 """
 
 from __future__ import annotations
@@ -138,11 +138,18 @@ def pick(opts: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def declaration(room: dict[str, Any], heldout: dict[str, Any],
-                kept: Path = EVIDENCE, bench: str | None = None) -> dict[str, Any]:
+                kept: Path = EVIDENCE, bench: str | None = None, cell: Path | None = None,
+                adapter: str | None = None) -> dict[str, Any]:
+    """The sizing (and, if an option fits, the test) of ``room``'s chosen regime, from the
+    chosen cell's rollouts (``cell``, default ``kept/step-NNNNNN/depthD``) and ``adapter``
+    (default the first run's kept checkpoint)."""
     c = room["chosen"]
     if c is None:
         raise SystemExit("no regime was chosen: nothing to declare (see room.md)")
-    by_task = task_histories(read_records(kept / step_dir(c["checkpoint"]) / f"depth{c['depth']}"))
+    c = {**c, "checkpoint": c.get("checkpoint_label", c["checkpoint"])}
+    if cell is None:
+        cell = kept / step_dir(c["checkpoint"]) / f"depth{c['depth']}"
+    by_task = task_histories(read_records(cell))
     diffs = pair_differences(by_task, c["n"], c["horizon"])
     flat = np.array([d for v in diffs.values() for d in v])
     sigma = float(np.sqrt(np.mean(flat ** 2)))  # the null's mean is 0: its second moment
@@ -172,7 +179,8 @@ def declaration(room: dict[str, Any], heldout: dict[str, Any],
     n = c["n"]
     return {"declared": True, "sizing": sizing, "test": {
         "name": "sft-prior-test", "issue": 61, "regime": sizing["regime"],
-        "prior": {"name": "hf", "adapter": f"sft/kept/textcraft/{step_dir(c['checkpoint'])}"},
+        "prior": {"name": "hf", "adapter": adapter or
+                  f"sft/kept/textcraft/{step_dir(c['checkpoint'])}"},
         "tasks": sorted((str(t) for t in tasks), key=int), "task_seed": SEED,
         "task_pool": f"studies/sft_prior/heldout.json test-reserve-depth{c['depth']}",
         "seeds": list(range(best["seeds"])), "methods": list(per_run),
@@ -213,13 +221,31 @@ def markdown(d: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Size (and declare, if one fits) the test set.")
+    ap.add_argument("--dagger", action="store_true",
+                    help="the DAgger round's chosen regime (studies/sft_prior/dagger)")
+    a = ap.parse_args(argv)
     if OUT.exists():
         raise SystemExit(f"{OUT} exists: a declaration is written once")
-    room = json.loads((EVIDENCE / "room.json").read_text())
     heldout = json.loads((HERE / "heldout.json").read_text())
-    d = declaration(room, heldout)
-    SIZING_MD.write_text(markdown(d))
+    sizing_md = SIZING_MD
+    if a.dagger:
+        from studies.sft_prior.dagger import analyse as dagger
+
+        room = json.loads((dagger.OUT / "room.json").read_text())
+        label = str(room["chosen"]["checkpoint_label"]) if room["chosen"] else ""
+        cell = dict((str(k), f) for k, f in dagger.cells(room["chosen"]["depth"]))[label] \
+            if room["chosen"] else None
+        adapter = f"sft/kept/textcraft-dagger1/{step_dir(int(label.rsplit('-', 1)[1]))}" \
+            if label.startswith("dagger1-") else None
+        d = declaration(room, heldout, cell=cell, adapter=adapter)
+        sizing_md = dagger.OUT / "test-sizing.md"
+    else:
+        d = declaration(json.loads((EVIDENCE / "room.json").read_text()), heldout)
+    sizing_md.write_text(markdown(d))
     if d["declared"]:
         OUT.parent.mkdir(parents=True, exist_ok=True)
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # the clock, never typed

@@ -2,6 +2,7 @@
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,17 @@ def test_a_declaration_draws_only_from_the_depths_test_reserve() -> None:
     calls = d["sizing"]["calls_per_task_seed"]
     assert calls["smc@4+rollout"] > calls["smc@4+zero-shot"] > calls["bon@4"] > 0
     assert "Declared" in dt.markdown(d)
+
+
+def test_a_later_rounds_cell_and_adapter_are_the_ones_declared(tmp_path: Path) -> None:
+    # the same kept runs, read from another folder under a DAgger label: the label, the cell
+    # and the adapter given are what the declaration uses (none of the first search's paths)
+    cell = tmp_path / "cell"
+    shutil.copytree(dt.EVIDENCE / dt.step_dir(50) / "depth2", cell)
+    chosen = {"checkpoint": 1, "checkpoint_label": "dagger1-100", "depth": 2, "horizon": 10,
+              "n": 4, "step": 2, "beta": 1.0, "room": 0.2, "room_lo": 0.05, "room_hi": 0.35,
+              "p": 0.01}
+    d = dt.declaration({"chosen": chosen}, HELD, kept=tmp_path / "none", cell=cell,
+                       adapter="sft/kept/textcraft-dagger1/step-000100")
+    assert d["sizing"]["regime"]["checkpoint"] == "dagger1-100"
+    assert d["test"]["prior"]["adapter"] == "sft/kept/textcraft-dagger1/step-000100"
