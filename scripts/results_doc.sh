@@ -36,6 +36,8 @@ F6=evidence/sft-prior/dagger/room.md
 [ -f "$F5" ] && S+=(--section "One DAgger round: the planner labels the fine-tuned prior's own states; held-out accuracy there (studies/sft_prior/dagger/protocol.json)=$F5")
 [ -f "$F6" ] && S+=(--section "The DAgger round's search: checkpoint 244 against the DAgger checkpoint at depth 2, room per regime=$F6")
 F7=evidence/sft-prior/dagger/test-sizing.md
+F8=evidence/sft-prior/dagger/sampling.md
+[ -f "$F8" ] && S+=(--section "Exploratory: how often the prior, sampling, writes the planner's action, by temperature (studies/sft_prior/dagger/sampling.py)=$F8")
 [ -f "$F7" ] && S+=(--section "A test set for the DAgger round's chosen regime: the same sizing (studies/sft_prior/declare_test.py --dagger)=$F7")
 # The value options' offline figures (issue 50, studies/value_options): the chosen regime's step 1,
 # then the old regime's steps 2 and 4; their own title line is dropped (the section names them).

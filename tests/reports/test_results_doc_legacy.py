@@ -128,7 +128,8 @@ def test_the_committed_results_document_is_what_its_committed_copies_generate(tm
                 "evidence/sim-value-options/result.md", "evidence/sft-prior/sft-run.md",
                 "evidence/sft-prior/regime-search/room.md", "evidence/sft-prior/failure-modes.md",
                 "evidence/sft-prior/test-sizing.md", "evidence/sft-prior/dagger/sft-run.md",
-                "evidence/sft-prior/dagger/room.md", "evidence/sft-prior/dagger/test-sizing.md"):
+                "evidence/sft-prior/dagger/room.md", "evidence/sft-prior/dagger/test-sizing.md",
+                "evidence/sft-prior/dagger/sampling.md"):
         src, dst = repo / rel, tmp_path / rel
         if "/dagger/" in rel and not src.exists():  # before the round's run: no section
             continue
