@@ -23,7 +23,7 @@ from typing import Any
 from amc.envs.benchmark import HistoryView, PlannerHooks
 from amc.protocols import EnvSuite
 from amc.sft.config import SFTOptions
-from amc.sft.demos import Demo, render
+from amc.sft.demos import Demo, build_demos, render, unseen
 from amc.types import History
 
 
@@ -86,6 +86,16 @@ def rollout_demos(opts: SFTOptions, suite: EnvSuite, hooks: PlannerHooks) -> lis
             per_task[rollout.task_id] = i + 1
             out += label_rollout(opts, suite, hooks, rollout, len(opts.demos.skills) + i)
     return out
+
+
+def all_demos(opts: SFTOptions, suite: EnvSuite) -> list[Demo]:
+    """The planner's episodes (:func:`~amc.sft.demos.build_demos`), then the labelled states
+    of ``demos.rollout_dirs``; a prompt already labelled for its task is kept once."""
+    from amc.priors.planner_mix import load_planner
+
+    seen: dict[str, set[str]] = {}
+    out = build_demos(opts, suite, seen=seen)
+    return out + unseen(rollout_demos(opts, suite, load_planner(opts.env)), seen)
 
 
 def is_own_state(demo: Demo, opts: SFTOptions) -> bool:

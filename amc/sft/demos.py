@@ -110,24 +110,23 @@ def episode(opts: SFTOptions, suite: EnvSuite, hooks: PlannerHooks, task_id: str
         env.close()
 
 
-def build_demos(opts: SFTOptions, suite: EnvSuite, progress: Any = None) -> list[Demo]:
-    """Every task's episodes, then the labelled states of ``demos.rollout_dirs`` (DAgger,
-    :mod:`amc.sft.dagger`); a prompt already labelled for its task is kept once."""
-    from amc.sft.dagger import rollout_demos
-
+def build_demos(opts: SFTOptions, suite: EnvSuite, progress: Any = None,
+                seen: dict[str, set[str]] | None = None) -> list[Demo]:
+    """Every task's episodes; a prompt already labelled for its task is kept once (``seen``,
+    task -> prompts, is updated: :func:`amc.sft.dagger.all_demos` goes on with it)."""
     hooks = load_planner(opts.env)
     out: list[Demo] = []
-    seen: dict[str, set[str]] = {}
+    seen = {} if seen is None else seen
     for i, tid in enumerate(demo_tasks(opts, suite)):
         for k in range(len(opts.demos.skills)):
             rng = np.random.default_rng([opts.demos.seed, i, k])
-            out += _unseen(episode(opts, suite, hooks, tid, k, rng), seen)
+            out += unseen(episode(opts, suite, hooks, tid, k, rng), seen)
         if progress is not None:
             progress(i + 1)
-    return out + _unseen(rollout_demos(opts, suite, hooks), seen)
+    return out
 
 
-def _unseen(demos: Iterable[Demo], seen: dict[str, set[str]]) -> list[Demo]:
+def unseen(demos: Iterable[Demo], seen: dict[str, set[str]]) -> list[Demo]:
     """The pairs whose prompt their task has not labelled yet (``seen`` is updated)."""
     out = []
     for d in demos:

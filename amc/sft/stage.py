@@ -39,13 +39,14 @@ def prepare_demos(opts: SFTOptions, log: Callable[[str], None] = print
                   ) -> tuple[list[Any], str]:
     """The run's demonstrations (built, leak-checked, written) and their hash."""
     from amc.registry import ENVIRONMENTS, load_builtin_components
-    from amc.sft.demos import build_demos, check_no_leak, demo_tasks, write_demos
+    from amc.sft.dagger import all_demos
+    from amc.sft.demos import check_no_leak, demo_tasks, write_demos
 
     load_builtin_components()
     suite = ENVIRONMENTS.build(opts.env, opts.env_options)
     try:
         n = len(demo_tasks(opts, suite))
-        demos = build_demos(opts, suite)
+        demos = all_demos(opts, suite)
         check_no_leak(demos, opts, suite)
     finally:
         suite.close()

@@ -13,8 +13,8 @@ from amc.envs.textcraft.env import TextCraftOptions, TextCraftSuite
 from amc.envs.textcraft.planner import menu_plan
 from amc.priors.planner_mix import load_planner
 from amc.sft.config import DemoOptions, SFTOptions
-from amc.sft.dagger import is_own_state, label_rollout, read_rollouts
-from amc.sft.demos import build_demos, check_no_leak, render
+from amc.sft.dagger import all_demos, is_own_state, label_rollout, read_rollouts
+from amc.sft.demos import check_no_leak, render
 from amc.sft.loop import CHECKPOINTS, train
 from amc.sft.trainer import load_lora
 from amc.types import History, Step
@@ -102,7 +102,7 @@ def test_rollout_pairs_join_the_demonstrations_under_the_leak_check(tmp_path: Pa
     opts = SFTOptions(env_options=ENV, demos=DemoOptions(
         skills=[1.0], max_tasks=3, exclude_tasks_files=[str(held)],
         rollout_dirs=[str(tmp_path / "run")]))
-    demos = build_demos(opts, suite)
+    demos = all_demos(opts, suite)
     own = [d for d in demos if is_own_state(d, opts)]
     assert {d.task_id for d in own} <= set(train_ids[1:3]) and {d.episode for d in own} == {1}
     assert own and all(d.t > 0 for d in own)  # the first state is the planner's episode's too
@@ -111,7 +111,7 @@ def test_rollout_pairs_join_the_demonstrations_under_the_leak_check(tmp_path: Pa
     leaky = opts.model_copy(update={"demos": opts.demos.model_copy(
         update={"rollout_dirs": [str(tmp_path / "leak")]})})
     with pytest.raises(ValueError, match=f"leak held-out.*{train_ids[0]}"):
-        check_no_leak(build_demos(leaky, suite), leaky, suite)
+        check_no_leak(all_demos(leaky, suite), leaky, suite)
     with pytest.raises(FileNotFoundError, match="no amc run seed files"):
         read_rollouts(tmp_path)
 
