@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from amc.envs.benchmark import HistoryView, PlannerHooks
+from amc.priors.planner_mix import load_planner
 from amc.protocols import EnvSuite
 from amc.sft.config import SFTOptions
 from amc.sft.demos import Demo, build_demos, render, unseen
@@ -91,8 +92,6 @@ def rollout_demos(opts: SFTOptions, suite: EnvSuite, hooks: PlannerHooks) -> lis
 def all_demos(opts: SFTOptions, suite: EnvSuite) -> list[Demo]:
     """The planner's episodes (:func:`~amc.sft.demos.build_demos`), then the labelled states
     of ``demos.rollout_dirs``; a prompt already labelled for its task is kept once."""
-    from amc.priors.planner_mix import load_planner
-
     seen: dict[str, set[str]] = {}
     out = build_demos(opts, suite, seen=seen)
     return out + unseen(rollout_demos(opts, suite, load_planner(opts.env)), seen)

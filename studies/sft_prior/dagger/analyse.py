@@ -15,22 +15,17 @@ checkpoint's cell -- and applies the first search's estimator and choice rule
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 from pathlib import Path
 from typing import Any
 
 from studies.llm_regime.regime_search.analyse import (
-    prior_at_depth,
     publish,
-    read_records,
-    regime_row,
-    task_histories,
 )
 from studies.sft_prior.dagger.search import EVIDENCE as DAGGER_CELLS
 from studies.sft_prior.regime_search import analyse as first
 from studies.sft_prior.regime_search.run import EVIDENCE as FIRST_CELLS
-from studies.sft_prior.regime_search.run import protocol, step_dir
+from studies.sft_prior.regime_search.run import step_dir
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parents[2] / "evidence/sft-prior/dagger"
@@ -47,26 +42,13 @@ def cells(depth: int = 2) -> list[tuple[Any, Path]]:
 
 
 def analyse(depth: int = 2) -> dict[str, Any]:
-    p = protocol()
-    c, col = p["candidates"], p["collection"]
     rows, out_cells = [], []
     for rank, (ckpt, folder) in enumerate(cells(depth)):
-        records = read_records(folder) if folder.is_dir() else []
-        want = {(t, s) for t in col["tasks"][str(depth)] for s in col["seeds"]}
-        done = {(str(r["task_id"]), int(r["seed"])) for r in records} & want
-        cell: dict[str, Any] = {"checkpoint": ckpt, "depth": depth, "done": len(done),
-                                "declared": len(want)}
+        # "checkpoint" orders the rule's last tie-break: the DAgger round comes later
+        cell, got = first.analyse_cell(folder, depth, {"checkpoint": ckpt},
+                                       {"checkpoint": rank, "checkpoint_label": ckpt})
         out_cells.append(cell)
-        if done != want:
-            continue
-        by_task = task_histories(records)
-        horizons = c["horizon"][str(depth)]
-        cell["prior"] = prior_at_depth(by_task, depth, max(horizons))
-        for h, n, t, b in itertools.product(horizons, c["n"], c["resample_step"], c["beta"]):
-            if t < h:
-                # "checkpoint" orders the rule's last tie-break: the DAgger round comes later
-                rows.append({**regime_row(by_task, depth, h, n, t, b), "checkpoint": rank,
-                             "checkpoint_label": ckpt})
+        rows += got
     best = first.choose(rows)
     met = best is not None and best["n"] == 4 and best["room"] >= 0.15
     return {"protocol": "studies/sft_prior/dagger/protocol.json", "cells": out_cells,

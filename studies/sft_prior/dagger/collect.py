@@ -11,14 +11,12 @@ results survive a restart); the finished seed files are gzipped into
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
+from studies.sft_prior.cells import keep_gz, play
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -52,15 +50,7 @@ def config(k: int, n: int) -> dict[str, Any]:
 
 def keep_results(k: int) -> int:
     """Gzip shard ``k``'s complete seed-file lines into the evidence folder; returns them."""
-    src, dst = RUNS / f"shard{k}", EVIDENCE / f"shard{k}"
-    dst.mkdir(parents=True, exist_ok=True)
-    n = 0
-    for f in sorted(src.glob("*__seed*.jsonl")):
-        lines = [x for x in f.read_text().splitlines(keepends=True) if x.endswith("\n")]
-        n += len(lines)
-        with gzip.GzipFile(dst / (f.name + ".gz"), "wb", mtime=0) as out:
-            out.write("".join(lines).encode())
-    return n
+    return keep_gz((RUNS / f"shard{k}").glob("*__seed*.jsonl"), EVIDENCE / f"shard{k}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,10 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if not a.keep_only:
-        path = RUNS / f"shard{a.shard}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        rc = subprocess.call([sys.executable, "-m", "amc", "run", "-c", str(path)], cwd=REPO)
+        rc = play(cfg, RUNS / f"shard{a.shard}.yaml")
         if rc != 0:
             return rc
     print(f"kept {keep_results(a.shard)} records of shard {a.shard}")

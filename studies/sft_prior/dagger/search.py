@@ -18,13 +18,11 @@ import argparse
 import filecmp
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from studies.sft_prior.cells import keep_gz, play
 from studies.sft_prior.regime_search import run as search
 
 HERE = Path(__file__).resolve().parent
@@ -67,28 +65,20 @@ def keep_adapter(step: int) -> Path:
 
 def config(step: int, depth: int, seed: int) -> dict[str, Any]:
     """The regime search's ``amc run`` configuration of one declared seed, DAgger adapter."""
-    cfg = search.config(244, depth)  # 244: only to build the shared fields; replaced below
-    if seed not in cfg["seeds"]:
-        raise ValueError(f"seed {seed} is not declared ({cfg['seeds']})")
-    cfg["prior"]["options"]["adapter"] = str(keep_adapter(step).relative_to(REPO))
+    seeds = search.protocol()["collection"]["seeds"]
+    if seed not in seeds:
+        raise ValueError(f"seed {seed} is not declared ({seeds})")
+    cfg = search.config(step, depth, adapter=keep_adapter(step))
     cfg["seeds"] = [seed]
     cfg["out_dir"] = str((RUNS / f"depth{depth}-seed{seed}").relative_to(REPO))
     return cfg
 
 
 def keep_results(depth: int) -> int:
-    """Gzip the cell's complete seed-file lines into the evidence folder; returns them."""
-    import gzip
-
-    dst = EVIDENCE / f"depth{depth}"
-    dst.mkdir(parents=True, exist_ok=True)
-    n = 0
-    for f in sorted(RUNS.glob(f"depth{depth}-seed*/bon@*__seed*.jsonl")):
-        lines = [x for x in f.read_text().splitlines(keepends=True) if x.endswith("\n")]
-        n += len(lines)
-        with gzip.GzipFile(dst / (f.name + ".gz"), "wb", mtime=0) as out:
-            out.write("".join(lines).encode())
-    return n
+    """Gzip the cell's complete seed-file lines (both seeds' folders) into the evidence
+    folder; returns them."""
+    return keep_gz(RUNS.glob(f"depth{depth}-seed*/bon@*__seed*.jsonl"),
+                   EVIDENCE / f"depth{depth}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,10 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             print(f"error: --seed: {e}", file=sys.stderr)
             return 2
-        path = RUNS / f"depth{a.depth}-seed{a.seed}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        rc = subprocess.call([sys.executable, "-m", "amc", "run", "-c", str(path)], cwd=REPO)
+        rc = play(cfg, RUNS / f"depth{a.depth}-seed{a.seed}.yaml")
         if rc != 0:
             return rc
     print(f"kept {keep_results(a.depth)} records of the DAgger cell at depth {a.depth}")

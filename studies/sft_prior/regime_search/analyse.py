@@ -39,26 +39,36 @@ def choose(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
                                   r["checkpoint"]), default=None)
 
 
-def analyse(kept: Path = EVIDENCE) -> dict[str, Any]:
+def analyse_cell(folder: Path, depth: int, cell_keys: dict[str, Any],
+                 row_keys: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One kept cell: how many declared (task, seed) runs it holds and, once complete, the
+    prior's skill there and every declared regime's row (``cell_keys``/``row_keys`` name it)."""
     p = protocol()
     c, col = p["candidates"], p["collection"]
+    records = read_records(folder) if folder.is_dir() else []
+    want = {(t, s) for t in col["tasks"][str(depth)] for s in col["seeds"]}
+    done = {(str(r["task_id"]), int(r["seed"])) for r in records} & want
+    cell: dict[str, Any] = {**cell_keys, "depth": depth, "done": len(done),
+                            "declared": len(want)}
+    if done != want:
+        return cell, []
+    by_task = task_histories(records)
+    horizons = c["horizon"][str(depth)]
+    cell["prior"] = prior_at_depth(by_task, depth, max(horizons))
+    rows = [{**row_keys, **regime_row(by_task, depth, h, n, t, b)}
+            for h, n, t, b in itertools.product(horizons, c["n"], c["resample_step"], c["beta"])
+            if t < h]
+    return cell, rows
+
+
+def analyse(kept: Path = EVIDENCE) -> dict[str, Any]:
+    c = protocol()["candidates"]
     rows, cells = [], []
     for ckpt, depth in itertools.product(c["checkpoint"], c["depth"]):
-        folder = kept / step_dir(ckpt) / f"depth{depth}"
-        records = read_records(folder) if folder.is_dir() else []
-        want = {(t, s) for t in col["tasks"][str(depth)] for s in col["seeds"]}
-        done = {(str(r["task_id"]), int(r["seed"])) for r in records} & want
-        cell: dict[str, Any] = {"checkpoint": ckpt, "depth": depth, "done": len(done),
-                                "declared": len(want)}
+        cell, got = analyse_cell(kept / step_dir(ckpt) / f"depth{depth}", depth,
+                                 {"checkpoint": ckpt}, {"checkpoint": ckpt})
         cells.append(cell)
-        if done != want:
-            continue
-        by_task = task_histories(records)
-        horizons = c["horizon"][str(depth)]
-        cell["prior"] = prior_at_depth(by_task, depth, max(horizons))
-        for h, n, t, b in itertools.product(horizons, c["n"], c["resample_step"], c["beta"]):
-            if t < h:
-                rows.append({"checkpoint": ckpt, **regime_row(by_task, depth, h, n, t, b)})
+        rows += got
     best = choose(rows)
     met = best is not None and best["n"] == 4 and best["room"] >= 0.15
     return {"protocol": str((HERE / "protocol.json").relative_to(HERE.parents[2])),

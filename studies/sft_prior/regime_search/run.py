@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import argparse
 import filecmp
-import gzip
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
+from studies.sft_prior.cells import keep_gz, play
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -59,11 +57,12 @@ def keep_adapter(step: int) -> Path:
     return kept
 
 
-def config(step: int, depth: int) -> dict[str, Any]:
-    """The ``amc run`` configuration of one cell."""
+def config(step: int, depth: int, adapter: Path | None = None) -> dict[str, Any]:
+    """The ``amc run`` configuration of one cell (``adapter``: another run's kept checkpoint
+    in place of this run's ``step``)."""
     p = protocol()
     col = p["collection"]
-    adapter = keep_adapter(step)
+    adapter = keep_adapter(step) if adapter is None else adapter
     return {
         "env": {"name": "textcraft", "options": {"reward": "binary", "min_depth": depth,
                                                  "max_depth": depth, "n_distractors": 10}},
@@ -79,15 +78,8 @@ def config(step: int, depth: int) -> dict[str, Any]:
 def keep_results(step: int, depth: int) -> int:
     """Gzip the cell's seed files into the evidence folder; returns the records kept."""
     src = RUNS / step_dir(step) / f"depth{depth}"
-    dst = EVIDENCE / step_dir(step) / f"depth{depth}"
-    dst.mkdir(parents=True, exist_ok=True)
-    n = 0
-    for f in sorted(src.glob("bon@*__seed*.jsonl")):
-        lines = [x for x in f.read_text().splitlines(keepends=True) if x.endswith("\n")]
-        n += len(lines)
-        with gzip.GzipFile(dst / (f.name + ".gz"), "wb", mtime=0) as out:
-            out.write("".join(lines).encode())
-    return n
+    return keep_gz(src.glob("bon@*__seed*.jsonl"),
+                   EVIDENCE / step_dir(step) / f"depth{depth}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,11 +94,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     if not a.keep_only:
-        cfg_path = RUNS / step_dir(a.step) / f"depth{a.depth}.yaml"
-        cfg_path.parent.mkdir(parents=True, exist_ok=True)
-        cfg_path.write_text(yaml.safe_dump(config(a.step, a.depth), sort_keys=False))
-        rc = subprocess.call([sys.executable, "-m", "amc", "run", "-c", str(cfg_path)],
-                             cwd=REPO)
+        rc = play(config(a.step, a.depth), RUNS / step_dir(a.step) / f"depth{a.depth}.yaml")
         if rc != 0:
             return rc
     print(f"kept {keep_results(a.step, a.depth)} records of {step_dir(a.step)} depth {a.depth}")

@@ -14,15 +14,11 @@ files are gzipped into ``evidence/sft-prior/value/train/step-NNNNNN/depthD/``, w
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from studies.sft_prior.cells import keep_gz, play
 from studies.sft_prior.regime_search.run import KEPT, step_dir
 from studies.sft_prior.value.protocol import (
     REPO,
@@ -64,15 +60,7 @@ def config(c: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
 
 def keep(c: dict[str, Any]) -> int:
     """Gzip the finished seed files into the evidence folder; the records kept."""
-    src, dst = folder(c, RUNS), folder(c)
-    dst.mkdir(parents=True, exist_ok=True)
-    n = 0
-    for f in sorted(src.glob(f"bon@{K}__seed*.jsonl")):
-        lines = [x for x in f.read_text().splitlines(keepends=True) if x.endswith("\n")]
-        n += len(lines)
-        with gzip.GzipFile(dst / (f.name + ".gz"), "wb", mtime=0) as out:
-            out.write("".join(lines).encode())
-    return n
+    return keep_gz(folder(c, RUNS).glob(f"bon@{K}__seed*.jsonl"), folder(c))
 
 
 def missing(c: dict[str, Any], p: dict[str, Any], root: Path = TRAIN) -> list[tuple[str, int]]:
@@ -92,11 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     c = chosen_regime()
     p = plan(c)
     if not a.keep_only:
-        cfg = config(c, p)
-        path = folder(c, RUNS).with_suffix(".yaml")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        rc = subprocess.call([sys.executable, "-m", "amc", "run", "-c", str(path)], cwd=REPO)
+        rc = play(config(c, p), folder(c, RUNS).with_suffix(".yaml"))
         if rc != 0:
             return rc
     print(f"kept {keep(c)} records; {len(missing(c, p))} planned (task, seed) runs missing")
