@@ -15,6 +15,9 @@ resampling). Priors, in the order of every task's turn:
 - ``hf+kv compact``: KV reuse and the compact prompt of a fine-tuned model (no instruction, no
   solved example). With the base weights: an adapter merged into them costs nothing more,
   but it changes what the model writes, so completion tokens per call are reported.
+- ``hf+kv compact bf16``: the same weights served in bfloat16 (``dtype: bfloat16``; the CPU's
+  AVX-512 BF16 products read half the bytes). Not the same numbers as float32: its
+  completions are reported beside, and its fidelity is measured apart.
 
 Goal (issue 61): a step of N = 4 particles <= 1.2 s on 2 quiet cores (<= 0.3 s per particle).
 The machine is shared; its load average is printed and written with the figures.
@@ -115,6 +118,10 @@ def make_priors(which: list[str], threads: int | None, adapter: str | None
     if "hf+kv compact" in which:
         priors["hf+kv compact"] = HFPrior(
             HFOptions(few_shot=False, instruction=False, adapter=adapter), env="textcraft")
+    if "hf+kv compact bf16" in which:
+        priors["hf+kv compact bf16"] = HFPrior(
+            HFOptions(few_shot=False, instruction=False, adapter=adapter, dtype="bfloat16"),
+            env="textcraft")
     return priors
 
 
@@ -203,8 +210,11 @@ def main() -> None:
     print(text)
     threads_arg = f" --threads {args.threads}" if args.threads else ""
     threads_arg += f" --adapter {args.adapter}" if args.adapter else ""
+    if args.priors != ap.get_default("priors"):
+        threads_arg += " --priors " + " ".join(f"'{p}'" for p in args.priors)
     weights = (f"`hf+kv compact` runs the SFT adapter `{args.adapter}` merged into the base "
-               f"weights." if args.adapter else "Base weights (no SFT adapter yet): the compact "
+               f"weights (`bf16`: the merged weights in bfloat16)." if args.adapter
+               else "Base weights (no SFT adapter yet): the compact "
                "prompt's completions are those of the base model.")
     notes = (
         f"Script: `benchmarks/bench_particle_step.py --tasks {args.tasks} --steps {args.steps} "
@@ -226,11 +236,12 @@ def main() -> None:
         f"(shared machine); {time.time() - t0:.0f} s in all.")
     print(notes)
     if not args.no_write:
+        bf16 = "hf+kv compact bf16" in args.priors
         name = "particle-step" + (f"-{args.threads}-thread" if args.threads else "") + (
-            "-adapter" if args.adapter else "")
+            "-adapter" if args.adapter else "") + ("-bf16" if bf16 else "")
         title = "LLM prior: particle-step cost (KV reuse, compact prompt)" + (
             f", {args.threads} thread(s)" if args.threads else "") + (
-            ", SFT adapter" if args.adapter else "")
+            ", SFT adapter" if args.adapter else "") + (", float32 and bfloat16" if bf16 else "")
         write_section(name, title, notes + "\n\n" + text)
 
 

@@ -73,8 +73,8 @@ class Policy:
         attn = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts],
                             device=self.device)
 
-        def draw(logits: torch.Tensor) -> torch.Tensor:
-            probs = torch.softmax(logits / temperature, -1)  # (B, V)
+        def draw(logits: torch.Tensor, _rows: torch.Tensor) -> torch.Tensor:
+            probs = torch.softmax(logits / temperature, -1)  # (B, V): every row, every step
             return torch.multinomial(probs, 1, generator=gen)[:, 0]
 
         out, lengths = decode_batch(self.model, ids, attn, max_new_tokens, draw,

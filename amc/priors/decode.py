@@ -16,6 +16,10 @@ from typing import Any
 
 import torch
 
+Draw = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""``draw(logits, rows)``: the next token of each row, (A,), from its last-position logits
+(A, V) float32; ``rows`` (A,) are the rows' indices in the batch (which generator is whose)."""
+
 
 def newline_tokens(tokenizer: Any, device: torch.device) -> torch.Tensor:
     """A (V,) bool mask of the token ids whose text holds a newline: the literal character
@@ -26,12 +30,13 @@ def newline_tokens(tokenizer: Any, device: torch.device) -> torch.Tensor:
 
 
 def decode_batch(model: Any, ids: torch.Tensor, attn: torch.Tensor, max_new_tokens: int,
-                 draw: Callable[[torch.Tensor], torch.Tensor], *, eos_id: int, pad_id: int,
+                 draw: Draw, *, eos_id: int, pad_id: int,
                  newline: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(tokens (B, max_new_tokens), lengths (B,))`` of one batched decode.
 
     ``ids``/``attn``: the left-padded prompts and their mask, (B, L). ``draw`` maps the last
-    position's logits (B, V, float32) to the next token of every row (B,). ``newline``: the
+    position's logits (B, V, float32) and the rows' indices to the next token of every row
+    (:data:`Draw`). ``newline``: the
     mask of :func:`newline_tokens` to stop at a newline, or None. A row's tokens are
     ``tokens[i, :lengths[i]]``, its stop token included.
     """
@@ -44,28 +49,29 @@ def decode_batch(model: Any, ids: torch.Tensor, attn: torch.Tensor, max_new_toke
 
 
 def decode_loop(model: Any, logits: torch.Tensor, cache: Any, attn: torch.Tensor,
-                last_pos: torch.Tensor, max_new_tokens: int,
-                draw: Callable[[torch.Tensor], torch.Tensor], *, eos_id: int, pad_id: int,
-                newline: torch.Tensor | None, drop_finished: bool = False,
+                last_pos: torch.Tensor, max_new_tokens: int, draw: Draw, *, eos_id: int,
+                pad_id: int, newline: torch.Tensor | None, drop_finished: bool = False,
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The sampling loop after the prompts are in ``cache`` (:func:`decode_batch`'s result).
 
     ``logits``: the prompts' last-position logits, (B, V) float32; ``attn``: the cache's
     padding mask, (B, T); ``last_pos``: each prompt's last position id, (B, 1).
     ``drop_finished``: rows that stopped leave the batch (their cache rows are dropped) and
-    ``draw`` sees them as certain to write ``pad_id``: a step costs the rows still writing,
-    not the batch. Needs a cache of ``DynamicLayer``s and a ``draw`` whose rows do not share
-    a generator (each row's draws are its own either way).
+    are not drawn for again: a step costs the rows still writing, not the batch. Needs a cache
+    of ``DynamicLayer``s and a ``draw`` whose rows do not share a generator (each row's draws
+    are then its own either way). Without it every row is drawn for at every step (a stopped
+    row's token is replaced by ``pad_id``), as a draw from one shared generator needs.
     """
-    b, v = logits.shape
+    b = logits.shape[0]
     device = logits.device
-    out = torch.full((b, max_new_tokens), pad_id, device=device)
+    out = torch.full((b, max_new_tokens), pad_id, dtype=torch.long, device=device)
     finished = torch.zeros(b, dtype=torch.bool, device=device)
     lengths = torch.zeros(b, dtype=torch.long, device=device)
-    active = torch.arange(b, device=device)  # the rows the cache holds, in its batch order
+    active = torch.arange(b, device=device)  # the rows `logits` and the cache hold, in order
     pos = last_pos
     for t in range(max_new_tokens):
-        nxt = draw(logits)
+        nxt = torch.full((b,), pad_id, dtype=torch.long, device=device)
+        nxt[active] = draw(logits, active)
         nxt = torch.where(finished, torch.full_like(nxt, pad_id), nxt)
         out[:, t] = nxt
         lengths += (~finished).long()
@@ -85,11 +91,5 @@ def decode_loop(model: Any, logits: torch.Tensor, cache: Any, attn: torch.Tensor
         pos = pos + 1
         res = model(input_ids=step_ids, attention_mask=attn, position_ids=pos,
                     cache=cache, use_cache=True, logits_to_keep=1)
-        cache, step_logits = res.cache, res.logits[:, -1, :].float()
-        if drop_finished:  # stopped rows: one certain token (cheap to filter and draw)
-            logits = torch.full((b, v), float("-inf"), device=device)
-            logits[:, pad_id] = 0.0
-            logits[active] = step_logits
-        else:
-            logits = step_logits
+        cache, logits = res.cache, res.logits[:, -1, :].float()
     return out, lengths

@@ -42,6 +42,7 @@ Registered as value ``rollout``.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -87,6 +88,12 @@ class RolloutValueOptions(Frozen):
     final_action: bool = True
     """End a rollout that uses up the budget unfinished with the environment's forced final
     action (ForcesFinalAction), as the driver does; False reproduces records made before."""
+    concurrent: bool = False
+    """Run the M rollouts of a state, and the states of one call, concurrently, each rollout on
+    its own generator spawned from the state's entropy (order-independent): a batching prior
+    (``hf``) then decodes them as one batch instead of one call at a time. In-process
+    environments only (``fork`` states stay sequential). False: one generator per state, the
+    rollouts one after another, as records made before."""
     states: Literal["auto", "replay", "fork"] = "auto"
     """How a rollout gets its state: ``replay`` in process (replay cache), ``fork`` of the state
     restored by the environment (its RestoresHistory ability), ``auto``: replay for in-process
@@ -169,6 +176,8 @@ class RolloutValue(ReportsUsage):
     async def score_with_usage(self, histories: Sequence[History]
                                ) -> tuple[list[float], Usage]:
         """One value per history, and the usage of every prior turn the rollouts took."""
+        if self.options.concurrent:
+            return await self._score_concurrently(histories)
         out, usage = [], Usage()
         for h in histories:
             key = (h.task_id, h.actions)
@@ -183,6 +192,24 @@ class RolloutValue(ReportsUsage):
                 self._cache[key] = f
                 while len(self._cache) > self.options.cache_size:
                     self._cache.popitem(last=False)
+        return out, usage
+
+    async def _score_concurrently(self, histories: Sequence[History]
+                                  ) -> tuple[list[float], Usage]:
+        """:meth:`score_with_usage` with every uncached distinct state estimated at once."""
+        keys = [(h.task_id, h.actions) for h in histories]
+        todo = {k: h for k, h in zip(keys, histories, strict=True) if k not in self._cache}
+        done = dict(zip(todo, await asyncio.gather(*(self.estimate(h) for h in todo.values())),
+                        strict=True))
+        usage = sum((u for _, u in done.values()), Usage())
+        out = [done[k][0] if k in done else self._cache[k] for k in keys]
+        for k in keys:
+            if k in done and self.options.cache_size:
+                self._cache[k] = done[k][0]
+            if k in self._cache:
+                self._cache.move_to_end(k)
+        while len(self._cache) > self.options.cache_size:
+            self._cache.popitem(last=False)
         return out, usage
 
     async def estimate(self, history: History) -> tuple[float, Usage]:
@@ -200,6 +227,12 @@ class RolloutValue(ReportsUsage):
         if self._forks():
             return await self._forked_returns(history, budget, rng)
         self.replay.state(history.task_id, history.actions, history.observation0)  # checks s
+        if self.options.concurrent:
+            entropy = state_entropy(self.options.seed, history)
+            done = await asyncio.gather(*(
+                self._rollout(history, budget, np.random.default_rng([*entropy, m]),
+                              _ReplayWalk(self.replay)) for m in range(self.options.n_rollouts)))
+            return np.array([r for r, _ in done]), sum((u for _, u in done), Usage())
         returns = np.zeros(self.options.n_rollouts)
         usage = Usage()
         for m in range(returns.size):  # sequential on one generator: order-independent

@@ -32,12 +32,13 @@ def walk(suite, task: str, actions: list[str]) -> History:
     return h
 
 
-@pytest.mark.parametrize("beta", [0.25, 1.0])
-def test_matches_the_exact_soft_value_on_the_synthetic_tree(beta):
+@pytest.mark.parametrize(("beta", "concurrent"), [(0.25, False), (1.0, False), (1.0, True)])
+def test_matches_the_exact_soft_value_on_the_synthetic_tree(beta, concurrent):
     opts = SyntheticOptions()
     suite, tree = SyntheticSuite(opts), SyntheticTree.build(TASK, opts)
     value = RolloutValue(suite, SyntheticPrior(opts), beta,
-                         RolloutValueOptions(n_rollouts=1500, max_steps=opts.depth))
+                         RolloutValueOptions(n_rollouts=1500, max_steps=opts.depth,
+                                             concurrent=concurrent))
     exact = tree.soft_values(beta)
     nodes = [(), (0,), (1,), (2,)]
     nodes = [n for n in nodes if not tree.terminal[n]]
@@ -105,6 +106,53 @@ def test_values_depend_on_the_state_only_not_on_call_order(craft):
     assert len(set(a)) > 1  # different states, different values: not a constant
     other = asyncio.run(make_value(suite, 0.7, n_opt + 3, m=8, seed=1, cache_size=0).score(hs))
     assert other != a  # the seed matters: the rollouts are random
+
+
+class InFlight:
+    """The planner-mix prior, counting how many of its calls are in flight at once."""
+
+    def __init__(self, prior):
+        self.prior, self.now, self.most, self.calls = prior, 0, 0, 0
+
+    def __getattr__(self, name):
+        return getattr(self.prior, name)
+
+    async def propose(self, history, rng):
+        self.now, self.calls = self.now + 1, self.calls + 1
+        self.most = max(self.most, self.now)
+        await asyncio.sleep(0)  # a batching prior waits here for the rest of its batch
+        try:
+            return await self.prior.propose(history, rng)
+        finally:
+            self.now -= 1
+
+
+def test_concurrent_rollouts_are_one_batch_and_still_a_function_of_the_state(craft):
+    """``concurrent``: every rollout of every state of a call is in flight at once (what lets
+    the hf prior decode them as one batch), and f stays a function of the state: the same
+    values in any order, one state at a time or with duplicates, each state's rollouts
+    billed once."""
+    suite, task, n_opt = craft
+    menu = suite.make()
+    menu.reset(task)
+    hs = [walk(suite, task, [a]) for a in menu.valid_actions()[:4]]
+
+    def value(**kw):
+        v = make_value(suite, 0.7, n_opt + 3, m=6, concurrent=True, **kw)
+        v.prior = InFlight(v.prior)
+        return v
+
+    v = value(cache_size=0)
+    a, usage = asyncio.run(v.score_with_usage([*hs, hs[0]]))
+    assert v.prior.most == 4 * 6  # 4 distinct states x M rollouts, not one call at a time
+    assert a[0] == a[-1] and usage.calls == v.prior.calls
+    b = asyncio.run(value(cache_size=0).score(hs[::-1]))
+    c = [asyncio.run(value().score([h]))[0] for h in hs]
+    assert a[:-1] == b[::-1] == c and len(set(c)) > 1
+    cached = value()
+    asyncio.run(cached.score(hs[:2]))
+    assert asyncio.run(cached.score_with_usage(hs)) == (c, asyncio.run(
+        value().score_with_usage(hs[2:]))[1])  # the cached two cost nothing again
 
 
 def test_factory_needs_the_prior_and_the_budget():
