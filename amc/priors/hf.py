@@ -354,7 +354,7 @@ class HFPrior(NextTokenLogprobs):
 
         enc = self.tokenizer(prompt, return_tensors="pt").to(self.device)
         with self._gpu_lock, torch.inference_mode():
-            logits = self.model(**enc).logits[0, -1].float()
+            logits = self.model(**enc, logits_to_keep=1).logits[0, -1].float()
         values, ids = torch.topk(torch.log_softmax(logits, -1), top)
         out: dict[str, float] = {}
         for lp, i in zip(values.tolist(), ids.tolist(), strict=True):
