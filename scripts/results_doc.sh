@@ -39,6 +39,8 @@ F7=evidence/sft-prior/dagger/test-sizing.md
 F8=evidence/sft-prior/dagger/sampling.md
 [ -f "$F8" ] && S+=(--section "Exploratory: how often the prior, sampling, writes the planner's action, by temperature (studies/sft_prior/dagger/sampling.py)=$F8")
 [ -f "$F7" ] && S+=(--section "A test set for the DAgger round's chosen regime: the same sizing (studies/sft_prior/declare_test.py --dagger)=$F7")
+F9=evidence/sft-prior/multistep/result.md
+[ -f "$F9" ] && S+=(--section "Several resampling steps: SMC with the Monte-Carlo rollout value against Best-of-4, the DAgger prior served in bfloat16 (studies/sft_prior/multistep/protocol.json)=$F9")
 # The value options' offline figures (issue 50, studies/value_options): the chosen regime's step 1,
 # then the old regime's steps 2 and 4; their own title line is dropped (the section names them).
 for V in chosen:results-chosen.md old:results.md; do

@@ -68,14 +68,20 @@ def agreement(opts: SFTOptions, demos: list[Any]) -> dict[str, float]:
     return {"greedy": greedy / len(ex), **{f"T={t:g}": v / len(ex) for t, v in sampled.items()}}
 
 
-def main() -> int:
+def heldout_groups() -> tuple[SFTOptions, dict[str, list[Any]]]:
+    """The DAgger run's options and its held-out pairs (the SFT tables' seeded draw of
+    tasks), split into the planner's states and checkpoint 244's own."""
     base = validate(SFTOptions, yaml.safe_load((HERE / "sft.yaml").read_text()), "sft")
     demos = read_demos(REPO / "sft/out-dagger1/demos.jsonl")
     held = split_holdout([d.task_id for d in demos], base.holdout_fraction, base.seed)
-    groups = {"planner's episodes": [d for d in demos if d.task_id in held
-                                     and not is_own_state(d, base)],
-              "checkpoint 244's own states": [d for d in demos if d.task_id in held
-                                              and is_own_state(d, base)]}
+    return base, {"planner's episodes": [d for d in demos if d.task_id in held
+                                         and not is_own_state(d, base)],
+                  "checkpoint 244's own states": [d for d in demos if d.task_id in held
+                                                  and is_own_state(d, base)]}
+
+
+def main() -> int:
+    base, groups = heldout_groups()
     cols = ["greedy"] + [f"T={t:g}" for t in TEMPERATURES]
     lines = ["| checkpoint | held-out states | pairs | greedy exact | "
              + " | ".join(f"P(sample = planner), T {t:g}" for t in TEMPERATURES) + " |",
