@@ -62,6 +62,21 @@ def fp32_best_of_4(tasks: list[str], horizon: int) -> float:
     return float(np.mean([np.mean(v) for v in per.values()])) if per else float("nan")
 
 
+def blind_share(records: list[dict[str, Any]], method: str) -> dict[str, float]:
+    """Per resampling step, the share of the arm's resampling events at which every particle
+    had the same value (the weights then carry no information: for the rollout value, all M
+    rollouts of every particle failed alike)."""
+    per: dict[int, list[bool]] = {}
+    for r in records:
+        if r["method"] != method:
+            continue
+        for s in r["steps"]:
+            vals = [v for v in (s.get("values") or []) if v is not None]
+            if s.get("resampled") and vals:
+                per.setdefault(int(s["t"]), []).append(max(vals) - min(vals) < 1e-9)
+    return {str(t): float(np.mean(v)) for t, v in sorted(per.items())}
+
+
 def analyse(kept: Path = EVIDENCE) -> dict[str, Any]:
     p = protocol()
     cell = p["cell"]
@@ -84,6 +99,7 @@ def analyse(kept: Path = EVIDENCE) -> dict[str, Any]:
         "difference": d.to_dict(), "calls_ratio": ratio,
         "goal_met": goal if len(pairs) == declared else None,
         "fp32_best_of_4_same_tasks": fp32_best_of_4(cell["tasks"], cell["horizon"]),
+        "blind_resampling_share": blind_share(recs, smc_name),
     }
 
 
@@ -107,7 +123,10 @@ def markdown(r: dict[str, Any]) -> str:
         f"{d['tasks']} tasks. Goal (>= +0.15, interval above 0, p < 0.05, calls <= 8x): "
         f"{verdict[r['goal_met']]}.", "",
         f"Beside it (exploratory, not tested): the float32 search cell's Best-of-4 within "
-        f"H {p['cell']['horizon']} on the same tasks: {r['fp32_best_of_4_same_tasks']:.3f}.",
+        f"H {p['cell']['horizon']} on the same tasks: {r['fp32_best_of_4_same_tasks']:.3f}. "
+        "Share of resampling events at which every particle had the same value (no "
+        "information in the weights), by step: " + ", ".join(
+            f"step {t}: {v:.3f}" for t, v in r["blind_resampling_share"].items()) + ".",
         ""])
 
 

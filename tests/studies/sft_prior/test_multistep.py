@@ -27,9 +27,11 @@ def test_the_run_is_the_declared_cell_and_only_declared_seeds_play() -> None:
         config(2)
 
 
-def record(task: str, seed: int, method: str, success: float, calls: int) -> dict:
+def record(task: str, seed: int, method: str, success: float, calls: int,
+           values: list[float] | None = None) -> dict:
+    steps = [{"t": 2, "resampled": values is not None, "values": values}]
     return {"task_id": task, "seed": seed, "method": method, "metrics": {"success": success},
-            "usage": {"calls": calls}}
+            "usage": {"calls": calls}, "steps": steps}
 
 
 def write(folder: Path, name: str, recs: list[dict]) -> None:
@@ -41,7 +43,8 @@ def write(folder: Path, name: str, recs: list[dict]) -> None:
 def test_the_difference_is_paired_by_task_with_seeds_averaged_and_calls_billed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ms, "FP32_CELL", tmp_path / "none")
-    smc = [record("a", 0, "smc@4+rollout", 1, 150), record("a", 1, "smc@4+rollout", 1, 170),
+    smc = [record("a", 0, "smc@4+rollout", 1, 150, [0.0, 0.0, 0.0, 0.0]),
+           record("a", 1, "smc@4+rollout", 1, 170, [0.0, 0.9, 0.0, 0.0]),
            record("b", 0, "smc@4+rollout", 0, 200), record("b", 1, "smc@4+rollout", 1, 160),
            record("c", 0, "smc@4+rollout", 1, 120)]  # c's Best-of-4 is missing: no pair
     bon = [record("a", 0, "bon@4", 0, 32), record("a", 1, "bon@4", 1, 30),
@@ -54,4 +57,5 @@ def test_the_difference_is_paired_by_task_with_seeds_averaged_and_calls_billed(
     assert r["difference"]["mean"] == pytest.approx(0.5)
     assert r["calls_ratio"] == pytest.approx((150 + 170 + 200 + 160) / (32 + 30 + 32 + 26))
     assert r["goal_met"] is None  # 4 of 60 declared runs: not judged
+    assert r["blind_resampling_share"] == {"2": 0.5}  # one of the two resampling events
     assert "incomplete: 4 of 60" in ms.markdown(r)
