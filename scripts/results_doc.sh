@@ -41,6 +41,8 @@ F8=evidence/sft-prior/dagger/sampling.md
 [ -f "$F7" ] && S+=(--section "A test set for the DAgger round's chosen regime: the same sizing (studies/sft_prior/declare_test.py --dagger)=$F7")
 F9=evidence/sft-prior/multistep/result.md
 [ -f "$F9" ] && S+=(--section "Several resampling steps: SMC with the Monte-Carlo rollout value against Best-of-4, the DAgger prior served in bfloat16 (studies/sft_prior/multistep/protocol.json)=$F9")
+F10=evidence/sft-prior/multistep/fidelity.md
+[ -f "$F10" ] && S+=(--section "Exploratory: the DAgger checkpoint served in bfloat16 against float32 (studies/sft_prior/multistep/fidelity.py)=$F10")
 # The value options' offline figures (issue 50, studies/value_options): the chosen regime's step 1,
 # then the old regime's steps 2 and 4; their own title line is dropped (the section names them).
 for V in chosen:results-chosen.md old:results.md; do
