@@ -7,7 +7,7 @@ from __future__ import annotations
 import gzip
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,3 +35,21 @@ def keep_gz(files: Iterable[Path], dst: Path) -> int:
         with gzip.GzipFile(dst / (f.name + ".gz"), "wb", mtime=0) as out:
             out.write("".join(lines).encode())
     return n
+
+
+def play_and_keep(make_config: Callable[[], dict[str, Any]], path: Path,
+                  keep: Callable[[], str], keep_only: bool, arg: str) -> int:
+    """A collection script's body: play ``make_config()`` unless ``keep_only`` (a ValueError
+    from it is a bad value of the option ``arg``: exit status 2), then keep what finished and
+    print ``keep()``'s line; the exit status."""
+    if not keep_only:
+        try:
+            cfg = make_config()
+        except ValueError as e:
+            print(f"error: {arg}: {e}", file=sys.stderr)
+            return 2
+        rc = play(cfg, path)
+        if rc != 0:
+            return rc
+    print(keep())
+    return 0

@@ -18,11 +18,10 @@ import argparse
 import filecmp
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
-from studies.sft_prior.cells import keep_gz, play
+from studies.sft_prior.cells import keep_gz, play_and_keep
 from studies.sft_prior.regime_search import run as search
 
 HERE = Path(__file__).resolve().parent
@@ -87,20 +86,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="the declared seed to play")
     ap.add_argument("--keep-only", action="store_true", help="only keep finished results")
     a = ap.parse_args(argv)
-    if not a.keep_only:
+
+    def make_config() -> dict[str, Any]:
         step, acc = chosen_step(STAGE if STAGE.is_dir() else KEPT)
         print(f"DAgger checkpoint {step} (held-out own-state greedy accuracy {acc:.3f})")
-        try:
-            cfg = config(step, a.depth, a.seed)
-        except ValueError as e:
-            print(f"error: --seed: {e}", file=sys.stderr)
-            return 2
-        rc = play(cfg, RUNS / f"depth{a.depth}-seed{a.seed}.yaml")
-        if rc != 0:
-            return rc
-    print(f"kept {keep_results(a.depth)} records of the DAgger cell at depth {a.depth}")
-    return 0
+        return config(step, a.depth, a.seed)
 
+    return play_and_keep(
+        make_config, RUNS / f"depth{a.depth}-seed{a.seed}.yaml",
+        lambda: f"kept {keep_results(a.depth)} records of the DAgger cell at depth {a.depth}",
+        a.keep_only, "--seed")
 
 if __name__ == "__main__":
     raise SystemExit(main())

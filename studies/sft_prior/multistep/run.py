@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from studies.sft_prior.cells import keep_gz, play
+from studies.sft_prior.cells import keep_gz, play_and_keep
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -57,18 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, required=True, help="the declared seed to play")
     ap.add_argument("--keep-only", action="store_true", help="only keep finished results")
     a = ap.parse_args(argv)
-    if not a.keep_only:
-        try:
-            cfg = config(a.seed)
-        except ValueError as e:
-            print(f"error: --seed: {e}", file=sys.stderr)
-            return 2
-        rc = play(cfg, RUNS / f"seed{a.seed}.yaml")
-        if rc != 0:
-            return rc
-    print(f"kept {keep_results()} records")
-    return 0
-
+    return play_and_keep(lambda: config(a.seed), RUNS / f"seed{a.seed}.yaml",
+                         lambda: f"kept {keep_results()} records", a.keep_only, "--seed")
 
 if __name__ == "__main__":
     raise SystemExit(main())
