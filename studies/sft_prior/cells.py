@@ -4,7 +4,9 @@ finished seed files, gzipped, as evidence."""
 
 from __future__ import annotations
 
+import argparse
 import gzip
+import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -37,6 +39,28 @@ def keep_gz(files: Iterable[Path], dst: Path) -> int:
     return n
 
 
+def cell_config(p: dict[str, Any], seed: int, out_dir: Path) -> dict[str, Any]:
+    """The ``amc run`` configuration of one declared seed of a cell protocol ``p``: its prior,
+    environment, tasks and horizon; the one SMC arm's resampling schedule, beta and value (the
+    other arms, Best-of-N, resample ``never``). A seed the protocol does not declare is a
+    ValueError."""
+    cell = p["cell"]
+    if seed not in cell["seeds"]:
+        raise ValueError(f"seed {seed} is not declared ({cell['seeds']})")
+    (name, smc), = ((k, a) for k, a in cell["arms"].items() if a["resample"] != "never")
+    key = name.partition("+")[2]  # smc@N+KEY picks values[KEY]
+    return {
+        "env": {"name": "textcraft", "options": cell["env_options"]},
+        "prior": {"name": p["prior"]["name"], "options": p["prior"]["options"]},
+        "smc": {"max_steps": cell["horizon"], "beta": smc["beta"], "resample": smc["resample"],
+                "resample_steps": smc["resample_steps"], "success_threshold": 1.0},
+        "values": {key: smc["value"]},
+        "methods": list(cell["arms"]), "task_ids": cell["tasks"], "seeds": [seed],
+        "max_concurrent_tasks": 1,
+        "out_dir": str(out_dir.relative_to(REPO)),
+    }
+
+
 def play_and_keep(make_config: Callable[[], dict[str, Any]], path: Path,
                   keep: Callable[[], str], keep_only: bool, arg: str) -> int:
     """A collection script's body: play ``make_config()`` unless ``keep_only`` (a ValueError
@@ -53,3 +77,19 @@ def play_and_keep(make_config: Callable[[], dict[str, Any]], path: Path,
             return rc
     print(keep())
     return 0
+
+
+def cell_main(here: Path, runs: Path, evidence: Path, doc: str,
+              argv: list[str] | None = None) -> int:
+    """The command line of a declared cell folder ``here`` (its ``protocol.json``): play one
+    ``--seed`` into ``runs/seedS`` (resumable) unless ``--keep-only``, then gzip every seed
+    folder's finished records into ``evidence``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--seed", type=int, required=True, help="the declared seed to play")
+    ap.add_argument("--keep-only", action="store_true", help="only keep finished results")
+    a = ap.parse_args(argv)
+    p = json.loads((here / "protocol.json").read_text())
+    return play_and_keep(lambda: cell_config(p, a.seed, runs / f"seed{a.seed}"),
+                         runs / f"seed{a.seed}.yaml",
+                         lambda: f"kept {keep_gz(runs.glob('seed*/*__seed*.jsonl'), evidence)} "
+                                 "records", a.keep_only, "--seed")
