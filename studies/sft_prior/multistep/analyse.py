@@ -77,11 +77,12 @@ def blind_share(records: list[dict[str, Any]], method: str) -> dict[str, float]:
     return {str(t): float(np.mean(v)) for t, v in sorted(per.items())}
 
 
-def analyse(kept: Path = EVIDENCE) -> dict[str, Any]:
-    p = protocol()
-    cell = p["cell"]
+def paired(recs: list[dict[str, Any]], cell: dict[str, Any]) -> dict[str, Any]:
+    """A declared cell's test: its two arms (SMC first) paired by (task, seed), seeds averaged
+    within a task, the mean per-task difference with its t interval and sign-flip p, prior
+    calls as a ratio to the second arm's, and the goal (judged only when every declared run
+    is in)."""
     smc_name, bon_name = list(cell["arms"])
-    recs = read(kept, "*__seed*.jsonl.gz")
     smc, bon = arm(recs, smc_name), arm(recs, bon_name)
     pairs = sorted(set(smc) & set(bon))
     d = stats.paired_difference({k: smc[k]["success"] for k in pairs},
@@ -90,16 +91,25 @@ def analyse(kept: Path = EVIDENCE) -> dict[str, Any]:
                   np.mean([bon[k]["calls"] for k in pairs])) if pairs else float("nan")
     declared = len(cell["tasks"]) * len(cell["seeds"])
     goal = bool(d.mean >= 0.15 and d.lo > 0 and d.p < 0.05 and ratio <= 8)
+
+    def mean(a: dict[tuple[str, int], dict[str, float]]) -> float:
+        return float(np.mean([a[k]["success"] for k in pairs])) if pairs else float("nan")
+
     return {
         "runs": len(pairs), "declared_runs": declared, "tasks": d.tasks,
-        "success": {smc_name: float(np.mean([smc[k]["success"] for k in pairs])) if pairs
-                    else float("nan"),
-                    bon_name: float(np.mean([bon[k]["success"] for k in pairs])) if pairs
-                    else float("nan")},
+        "success": {smc_name: mean(smc), bon_name: mean(bon)},
         "difference": d.to_dict(), "calls_ratio": ratio,
         "goal_met": goal if len(pairs) == declared else None,
+    }
+
+
+def analyse(kept: Path = EVIDENCE) -> dict[str, Any]:
+    cell = protocol()["cell"]
+    recs = read(kept, "*__seed*.jsonl.gz")
+    return {
+        **paired(recs, cell),
         "fp32_best_of_4_same_tasks": fp32_best_of_4(cell["tasks"], cell["horizon"]),
-        "blind_resampling_share": blind_share(recs, smc_name),
+        "blind_resampling_share": blind_share(recs, next(iter(cell["arms"]))),
     }
 
 
