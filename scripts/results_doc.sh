@@ -43,6 +43,10 @@ F9=evidence/sft-prior/multistep/result.md
 [ -f "$F9" ] && S+=(--section "Several resampling steps: SMC with the Monte-Carlo rollout value against Best-of-4, the DAgger prior served in bfloat16 (studies/sft_prior/multistep/protocol.json)=$F9")
 F10=evidence/sft-prior/multistep/fidelity.md
 [ -f "$F10" ] && S+=(--section "Exploratory: the DAgger checkpoint served in bfloat16 against float32 (studies/sft_prior/multistep/fidelity.py)=$F10")
+F11=evidence/sft-prior/progress/result.md
+[ -f "$F11" ] && S+=(--section "Resampling after every step with a hand-made progress value against Best-of-4, the DAgger prior in bfloat16: the regime's room (studies/sft_prior/progress/protocol.json)=$F11")
+F12=studies/sft_prior/progress/test.md
+[ -f "$F12" ] && S+=(--section "The declared test set of the progress-value regime (studies/sft_prior/progress/test.json)=$F12")
 # The value options' offline figures (issue 50, studies/value_options): the chosen regime's step 1,
 # then the old regime's steps 2 and 4; their own title line is dropped (the section names them).
 for V in chosen:results-chosen.md old:results.md; do

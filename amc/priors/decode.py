@@ -36,9 +36,8 @@ def decode_batch(model: Any, ids: torch.Tensor, attn: torch.Tensor, max_new_toke
 
     ``ids``/``attn``: the left-padded prompts and their mask, (B, L). ``draw`` maps the last
     position's logits (B, V, float32) and the rows' indices to the next token of every row
-    (:data:`Draw`). ``newline``: the
-    mask of :func:`newline_tokens` to stop at a newline, or None. A row's tokens are
-    ``tokens[i, :lengths[i]]``, its stop token included.
+    (:data:`Draw`). ``newline``: the mask of :func:`newline_tokens` to stop at a newline, or
+    None. A row's tokens are ``tokens[i, :lengths[i]]``, its stop token included.
     """
     pos = (attn.cumsum(-1) - 1).clamp(min=0)
     res = model(input_ids=ids, attention_mask=attn, position_ids=pos,

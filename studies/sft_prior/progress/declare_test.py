@@ -97,14 +97,31 @@ def declare(logs: Path = REPO / "logs") -> dict[str, Any]:
     }
 
 
+def markdown(d: dict[str, Any]) -> str:
+    """The declaration in words (``test.md``, beside ``test.json``)."""
+    pw, cpu, r = d["power"], d["cpu"], d["regime"]
+    return "\n".join([
+        f"Declared {d['declared_utc']} by the rule committed with the cell, before any test run. "
+        f"Regime: DAgger checkpoint dagger1-100 in {r['prior']['dtype']}, TextCraft depth 2, "
+        f"H {r['horizon']}, N {r['n']}, resampling after steps "
+        f"{', '.join(map(str, r['resample_steps']))}, beta {r['beta']}.", "",
+        "| room (validation) | half the room | per-task sd (pilot) | tasks for 80% (t) | "
+        "tasks declared | seeds per task | t power at plan | sign-flip power (simulated) | "
+        "CPU h (measured rate) | CPU h (benchmark rate) | fits 6 h |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| {d['room']:+.3f} | {d['effect_half_room']:+.3f} | {pw['pilot_sd']:.3f} | "
+        f"{pw['tasks_needed_t']} | {len(d['tasks'])} | {len(d['seeds'])} | "
+        f"{pw['t_power_at_plan']:.2f} | {pw['simulated']['sign_flip_power']:.2f} | "
+        f"{cpu['hours_measured']:.2f} | {cpu['hours_benchmark']:.2f} | "
+        f"{'yes' if cpu['fits'] else 'no'} |", "",
+        f"Tasks ({d['task_rule']}): {', '.join(d['tasks'])}.", ""])
+
+
 def main() -> int:
     d = declare()
     OUT.write_text(json.dumps(d, indent=1) + "\n")
-    pw, cpu = d["power"], d["cpu"]
-    print(f"declared {OUT.relative_to(REPO)}: {len(d['tasks'])} tasks x {len(d['seeds'])} seeds,"
-          f" room {d['room']:+.3f}, t power at half the room {pw['t_power_at_plan']:.2f}, "
-          f"CPU {cpu['hours_measured']:.2f} h measured ({cpu['hours_benchmark']:.2f} h at the "
-          f"benchmark's rate)")
+    OUT.with_suffix(".md").write_text(markdown(d))
+    print(markdown(d))
     return 0
 
 

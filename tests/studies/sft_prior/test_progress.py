@@ -79,6 +79,7 @@ def test_the_declared_set_is_sized_on_the_cell_and_drawn_from_the_reserve_once(
     steps = len(d["tasks"]) * 2 * 2 * 4 * 8
     assert d["cpu"]["particle_steps_at_most"] == steps
     assert d["cpu"]["measured_s_per_particle_step"] == pytest.approx(1200 / (120 * 32))
+    assert f"| {len(d['tasks'])} | 2 |" in dt.markdown(d)
     (tmp_path / "test.json").write_text("{}")
     with pytest.raises(SystemExit, match="already declared"):
         dt.declare(tmp_path)
