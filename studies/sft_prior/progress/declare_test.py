@@ -44,11 +44,12 @@ def per_task_differences(records: list[dict[str, Any]], smc: str, bon: str) -> l
     return [float(np.mean(v)) for _, v in sorted(by.items())]
 
 
-def measured_s_per_particle_step(records: list[dict[str, Any]], logs: Path) -> float:
-    """Wall seconds of every finished arm (its last progress line) over the prior calls its
-    records count (one call per particle-step)."""
+def measured_s_per_particle_step(records: list[dict[str, Any]], logs: Path,
+                                 pattern: str = "progress-seed*.log") -> float:
+    """Wall seconds of every finished arm (its last progress line in the ``pattern`` logs)
+    over the prior calls its records count (one call per particle-step)."""
     wall = 0.0
-    for f in sorted(logs.glob("progress-seed*.log")):
+    for f in sorted(logs.glob(pattern)):
         last: dict[tuple[str, str], float] = {}
         for m in _DONE.finditer(f.read_text()):
             if m.group(3) == m.group(4):
@@ -57,28 +58,28 @@ def measured_s_per_particle_step(records: list[dict[str, Any]], logs: Path) -> f
     return wall / sum(float(r["usage"]["calls"]) for r in records)
 
 
-def declare(logs: Path = REPO / "logs") -> dict[str, Any]:
-    if OUT.exists():
-        raise SystemExit(f"{OUT.relative_to(REPO)} is already declared; it is written once")
-    result = json.loads((EVIDENCE / "result.json").read_text())
+def declare_cell(p: dict[str, Any], evidence: Path, out: Path, reserve: list[str], seed: int,
+                 logs: Path, pattern: str) -> dict[str, Any]:
+    """The test-set declaration of a cell (protocol ``p``, kept records in ``evidence``) by
+    the rule above; exits when ``out`` exists, the goal was not met or the reserve is short."""
+    if out.exists():
+        raise SystemExit(f"{out.name} is already declared; it is written once")
+    result = json.loads((evidence / "result.json").read_text())
     if result["goal_met"] is not True:
         raise SystemExit("the cell did not meet its goal: no test set is declared (rule)")
-    p = protocol()
     cell = p["cell"]
     smc, bon = list(cell["arms"])
-    recs = read(EVIDENCE, "*__seed*.jsonl.gz")
+    recs = read(evidence, "*__seed*.jsonl.gz")
     diffs = per_task_differences(recs, smc, bon)
     room = float(np.mean(diffs))
-    need = stats.tasks_for_power(room / 2, float(np.std(diffs, ddof=1)))
-    n = max(need, MIN_TASKS)
-    reserve = json.loads(HELDOUT.read_text())["tasks"]["test-reserve-depth2"]
+    n = max(stats.tasks_for_power(room / 2, float(np.std(diffs, ddof=1))), MIN_TASKS)
     if n > len(reserve):
         raise SystemExit(f"{n} tasks needed, the reserve holds {len(reserve)}: no test set")
-    tasks = [reserve[i] for i in np.random.default_rng(SEED).permutation(len(reserve))[:n]]
-    s_step = measured_s_per_particle_step(recs, logs)
+    tasks = [reserve[i] for i in np.random.default_rng(seed).permutation(len(reserve))[:n]]
+    s_step = measured_s_per_particle_step(recs, logs, pattern)
     steps = n * SEEDS_PER_TASK * len(cell["arms"]) * cell["n"] * cell["horizon"]
     return {
-        "name": "sft-prior-progress-testset", "issue": 61, "item": 4,
+        "name": f"{p['name']}-testset", "issue": 61, "item": 4,
         "regime": {"prior": p["prior"]["options"], "env_options": cell["env_options"],
                    "horizon": cell["horizon"], "n": cell["n"],
                    "resample_steps": cell["arms"][smc]["resample_steps"],
@@ -86,7 +87,7 @@ def declare(logs: Path = REPO / "logs") -> dict[str, Any]:
         "room": room, "effect_half_room": room / 2,
         "power": power_calculation(diffs, effect=room / 2, n_plan=n),
         "seeds": list(range(SEEDS_PER_TASK)), "tasks": tasks, "task_rule":
-            f"the first {n} of heldout.json test-reserve-depth2 in default_rng({SEED}) order",
+            f"the first {n} of the declared reserve in default_rng({seed}) order",
         "cpu": {"measured_s_per_particle_step": s_step,
                 "benchmark_s_per_particle_step": BENCH_S_PER_PARTICLE_STEP,
                 "particle_steps_at_most": steps, "hours_measured": steps * s_step / 3600,
@@ -97,12 +98,19 @@ def declare(logs: Path = REPO / "logs") -> dict[str, Any]:
     }
 
 
+def declare(logs: Path = REPO / "logs") -> dict[str, Any]:
+    """This cell's declaration: the depth-2 test reserve, default_rng(6120)."""
+    reserve = json.loads(HELDOUT.read_text())["tasks"]["test-reserve-depth2"]
+    return declare_cell(protocol(), EVIDENCE, OUT, reserve, SEED, logs, "progress-seed*.log")
+
+
 def markdown(d: dict[str, Any]) -> str:
     """The declaration in words (``test.md``, beside ``test.json``)."""
     pw, cpu, r = d["power"], d["cpu"], d["regime"]
     return "\n".join([
         f"Declared {d['declared_utc']} by the rule committed with the cell, before any test run. "
-        f"Regime: DAgger checkpoint dagger1-100 in {r['prior']['dtype']}, TextCraft depth 2, "
+        f"Regime: DAgger checkpoint dagger1-100 in {r['prior']['dtype']}, TextCraft, "
+        f"depths {r['env_options']['min_depth']}-{r['env_options']['max_depth']}, "
         f"H {r['horizon']}, N {r['n']}, resampling after steps "
         f"{', '.join(map(str, r['resample_steps']))}, beta {r['beta']}.", "",
         "| room (validation) | half the room | per-task sd (pilot) | tasks for 80% (t) | "

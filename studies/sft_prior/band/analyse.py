@@ -1,0 +1,71 @@
+"""The plan-band cell's declared analysis (``protocol.json``), as the progress-value cell's:
+SMC resampling after every step with the ``textcraft-progress`` value against Best-of-4, paired
+by task, seeds averaged within a task; beside it, the value's within-(task, seed, step) AUC.
+
+    python -m studies.sft_prior.band.analyse [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from studies.sft_prior.band.run import EVIDENCE, protocol
+from studies.sft_prior.multistep.analyse import paired, read
+from studies.sft_prior.progress.analyse import within_auc_by_step
+
+
+def analyse(kept: Path = EVIDENCE) -> dict[str, Any]:
+    cell = protocol()["cell"]
+    recs = read(kept, "*__seed*.jsonl.gz")
+    return {**paired(recs, cell), "value_within_auc_by_step": within_auc_by_step(
+        recs, list(cell["arms"])[1], cell["horizon"], cell["env_options"])}
+
+
+def markdown(r: dict[str, Any]) -> str:
+    p = protocol()
+    cell = p["cell"]
+    smc_name, bon_name = list(cell["arms"])
+    d = r["difference"]
+    state = ("complete" if r["runs"] == r["declared_runs"]
+             else f"incomplete: {r['runs']} of {r['declared_runs']} declared runs")
+    verdict = {True: "**met**", False: "**not met**", None: "not judged (cell incomplete)"}
+    return "\n".join([
+        f"Declared in `studies/sft_prior/band/protocol.json` ({p['declared_utc']}); {state}. "
+        f"DAgger checkpoint dagger1-100 served in bfloat16, TextCraft depth 2-3 tasks whose "
+        f"menu-form plan takes 6-10 steps, {r['tasks']} validation tasks, H {cell['horizon']}, "
+        f"N {cell['n']}.", "",
+        f"| arm | success | prior calls / run vs {bon_name} |", "|---|---|---|",
+        f"| {smc_name} (resampling after every step 1-{cell['horizon'] - 1}; beta 0.1; "
+        f"hand-made value) | {r['success'][smc_name]:.3f} | {r['calls_ratio']:.2f}x |",
+        f"| {bon_name} | {r['success'][bon_name]:.3f} | 1x |", "",
+        f"Difference {smc_name} - {bon_name}, paired by task (seeds averaged within a task): "
+        f"{d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}], sign-flip p {d['p']:.4f}, "
+        f"{d['tasks']} tasks. Goal (>= +0.15, interval above 0, p < 0.05, calls <= 8x): "
+        f"{verdict[r['goal_met']]}.", "",
+        "Beside it (exploratory, not tested): the value's within-(task, seed, step) AUC over the "
+        "Best-of-4 particles still running, against success within H, by step: " + ", ".join(
+            f"step {t}: {v:.3f}" for t, v in r["value_within_auc_by_step"].items()) + ".", ""])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="recompute and compare, write nothing")
+    a = ap.parse_args(argv)
+    r = analyse()
+    text = json.dumps(r, indent=1, sort_keys=True) + "\n"
+    if a.check:
+        same = (EVIDENCE / "result.json").read_text() == text
+        print("result.json recomputes exactly" if same else "result.json DIFFERS")
+        return 0 if same else 1
+    (EVIDENCE / "result.json").write_text(text)
+    (EVIDENCE / "result.md").write_text(markdown(r))
+    print(markdown(r))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
