@@ -47,6 +47,10 @@ F11=evidence/sft-prior/progress/result.md
 [ -f "$F11" ] && S+=(--section "Resampling after every step with a hand-made progress value against Best-of-4, the DAgger prior in bfloat16: the regime's room (studies/sft_prior/progress/protocol.json)=$F11")
 F12=studies/sft_prior/progress/test.md
 [ -f "$F12" ] && S+=(--section "The declared test set of the progress-value regime (studies/sft_prior/progress/test.json)=$F12")
+F13=evidence/sft-prior/band/result.md
+[ -f "$F13" ] && S+=(--section "The progress value on tasks whose plans take 6-10 menu steps, H 12, against Best-of-4 (studies/sft_prior/band/protocol.json)=$F13")
+F14=studies/sft_prior/band/test.md
+[ -f "$F14" ] && S+=(--section "The declared test set of the plan-band regime (studies/sft_prior/band/test.json)=$F14")
 # The value options' offline figures (issue 50, studies/value_options): the chosen regime's step 1,
 # then the old regime's steps 2 and 4; their own title line is dropped (the section names them).
 for V in chosen:results-chosen.md old:results.md; do

@@ -131,9 +131,11 @@ def test_the_committed_results_document_is_what_its_committed_copies_generate(tm
                 "evidence/sft-prior/dagger/room.md", "evidence/sft-prior/dagger/test-sizing.md",
                 "evidence/sft-prior/dagger/sampling.md", "evidence/sft-prior/multistep/result.md",
                 "evidence/sft-prior/multistep/fidelity.md", "evidence/sft-prior/progress/result.md",
-                "studies/sft_prior/progress/test.md"):
+                "studies/sft_prior/progress/test.md", "evidence/sft-prior/band/result.md",
+                "studies/sft_prior/band/test.md"):
         src, dst = repo / rel, tmp_path / rel
-        if ("/dagger/" in rel or "/multistep/" in rel or "progress/" in rel) and not src.exists():  # not run yet
+        if ("/dagger/" in rel or "/multistep/" in rel or "progress/" in rel
+                or "band/" in rel) and not src.exists():  # not run yet
             continue
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
