@@ -127,7 +127,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "amc.value.scorers",
     "amc.value.yesno",
     "amc.value.rollout",
-    "amc.value.progress",
+    "amc.envs.textcraft.progress",
     "amc.value.remote",
 )
 

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from amc.envs.textcraft.progress import make_progress_value
 from amc.types import History
 from amc.value.data import histories_from_record
 from amc.value.metrics import within_group_auc
-from amc.value.progress import make_progress_value
 from amc.value.room import success_step
 from studies.sft_prior.multistep.analyse import paired, read
 from studies.sft_prior.progress.run import EVIDENCE, protocol
