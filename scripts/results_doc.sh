@@ -47,6 +47,8 @@ F11=evidence/sft-prior/progress/result.md
 [ -f "$F11" ] && S+=(--section "Resampling after every step with a hand-made progress value against Best-of-4, the DAgger prior in bfloat16: the regime's room (studies/sft_prior/progress/protocol.json)=$F11")
 F12=studies/sft_prior/progress/test.md
 [ -f "$F12" ] && S+=(--section "The declared test set of the progress-value regime (studies/sft_prior/progress/test.json)=$F12")
+F15=evidence/sft-prior/progress/by-plan-length.md
+[ -f "$F15" ] && S+=(--section "Exploratory: both progress-value cells' success by the length of the task's menu-form plan (studies/sft_prior/progress/by_plan.py)=$F15")
 F13=evidence/sft-prior/band/result.md
 [ -f "$F13" ] && S+=(--section "The progress value on tasks whose plans take 6-10 menu steps, H 12, against Best-of-4 (studies/sft_prior/band/protocol.json)=$F13")
 F14=studies/sft_prior/band/test.md

@@ -131,6 +131,7 @@ def test_the_committed_results_document_is_what_its_committed_copies_generate(tm
                 "evidence/sft-prior/dagger/room.md", "evidence/sft-prior/dagger/test-sizing.md",
                 "evidence/sft-prior/dagger/sampling.md", "evidence/sft-prior/multistep/result.md",
                 "evidence/sft-prior/multistep/fidelity.md", "evidence/sft-prior/progress/result.md",
+                "evidence/sft-prior/progress/by-plan-length.md",
                 "studies/sft_prior/progress/test.md", "evidence/sft-prior/band/result.md",
                 "studies/sft_prior/band/test.md"):
         src, dst = repo / rel, tmp_path / rel
