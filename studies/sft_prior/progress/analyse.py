@@ -51,7 +51,8 @@ def same_as_multistep(records: list[dict[str, Any]], method: str) -> dict[str, A
 def within_auc_by_step(records: list[dict[str, Any]], method: str, horizon: int,
                        env_options: dict[str, Any]) -> dict[str, float]:
     """Per step t < H: the value's within-(task, seed, t) AUC over the arm's particles still
-    running after t steps, against success within H."""
+    running after t steps, against success within H (steps where no group holds both a
+    success and a failure are left out: the AUC is undefined there)."""
     value = make_progress_value(env_name="textcraft", env_options=env_options)
     rows: dict[int, tuple[list[float], list[bool], list[tuple[str, int]]]] = {}
     for r in records:
@@ -68,8 +69,9 @@ def within_auc_by_step(records: list[dict[str, Any]], method: str, horizon: int,
                 sc.append(v)
                 lab.append(s is not None and s <= horizon)
                 grp.append((str(r["task_id"]), int(r["seed"])))
-    return {str(t): within_group_auc(np.array(sc), np.array(lab), grp)
+    aucs = {str(t): within_group_auc(np.array(sc), np.array(lab), grp)
             for t, (sc, lab, grp) in sorted(rows.items())}
+    return {t: a for t, a in aucs.items() if np.isfinite(a)}  # NaN: no group holds both
 
 
 def analyse(kept: Path = EVIDENCE) -> dict[str, Any]:
