@@ -18,15 +18,20 @@ from studies.sft_prior.multistep.analyse import paired, read
 from studies.sft_prior.progress.analyse import within_auc_by_step
 
 
-def analyse(kept: Path = EVIDENCE) -> dict[str, Any]:
-    cell = protocol()["cell"]
+def analyse(kept: Path = EVIDENCE, p: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The declared analysis of the cell protocol ``p`` (default: this one) kept in ``kept``."""
+    cell = (p or protocol())["cell"]
     recs = read(kept, "*__seed*.jsonl.gz")
     return {**paired(recs, cell), "value_within_auc_by_step": within_auc_by_step(
         recs, list(cell["arms"])[1], cell["horizon"], cell["env_options"])}
 
 
-def markdown(r: dict[str, Any]) -> str:
-    p = protocol()
+def markdown(r: dict[str, Any], p: dict[str, Any] | None = None,
+             source: str = "studies/sft_prior/band/protocol.json",
+             prior: str = "DAgger checkpoint dagger1-100") -> str:
+    """``r`` as a paragraph and table; ``source`` declared ``p`` (default: this protocol),
+    whose adapter is ``prior``."""
+    p = p or protocol()
     cell = p["cell"]
     smc_name, bon_name = list(cell["arms"])
     d = r["difference"]
@@ -34,8 +39,8 @@ def markdown(r: dict[str, Any]) -> str:
              else f"incomplete: {r['runs']} of {r['declared_runs']} declared runs")
     verdict = {True: "**met**", False: "**not met**", None: "not judged (cell incomplete)"}
     return "\n".join([
-        f"Declared in `studies/sft_prior/band/protocol.json` ({p['declared_utc']}); {state}. "
-        f"DAgger checkpoint dagger1-100 served in bfloat16, TextCraft depth 2-3 tasks whose "
+        f"Declared in `{source}` ({p['declared_utc']}); {state}. "
+        f"{prior} served in bfloat16, TextCraft depth 2-3 tasks whose "
         f"menu-form plan takes 6-10 steps, {r['tasks']} validation tasks, H {cell['horizon']}, "
         f"N {cell['n']}.", "",
         f"| arm | success | prior calls / run vs {bon_name} |", "|---|---|---|",
@@ -48,7 +53,8 @@ def markdown(r: dict[str, Any]) -> str:
         f"{verdict[r['goal_met']]}.", "",
         "Beside it (exploratory, not tested): the value's within-(task, seed, step) AUC over the "
         "Best-of-4 particles still running, against success within H, by step: " + ", ".join(
-            f"step {t}: {v:.3f}" for t, v in r["value_within_auc_by_step"].items()) + ".", ""])
+            f"step {t}: {v:.3f}" for t, v in sorted(r["value_within_auc_by_step"].items(),
+                                                   key=lambda kv: int(kv[0]))) + ".", ""])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -64,12 +64,12 @@ def markdown(result: dict[str, Any]) -> str:
     return first.markdown(shown)
 
 
-def sft_table(metrics: dict[str, Any]) -> str:
+def sft_table(metrics: dict[str, Any], start: str = "checkpoint 244") -> str:
     """Held-out loss and greedy action accuracy, overall and on the prior's own states, at
-    the start (checkpoint 244) and at every checkpoint of the round."""
+    the start (``start``) and at every checkpoint of the round."""
     lines = ["| weights | held-out loss | held-out greedy accuracy | own-state loss "
              "| own-state greedy accuracy |", "|---|---|---|---|---|"]
-    rows = [("checkpoint 244 (start)", metrics["initial"])] + [
+    rows = [(f"{start} (start)", metrics["initial"])] + [
         (f"DAgger step {c['step']}", c) for c in metrics["checkpoints"]]
     for name, r in rows:
         lines.append(f"| {name} | {r['val_loss']:.3f} | {r['val_action_acc']:.3f} "
@@ -77,9 +77,10 @@ def sft_table(metrics: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def keep_sft(run: Path = HERE.parents[2] / "sft/out-dagger1") -> dict[str, Any]:
-    """The round's SFT metrics (``sft/out-dagger1`` is not in git), its own-state pair count
-    and the declared checkpoint choice, kept at ``SFT_METRICS``."""
+def keep_sft(run: Path = HERE.parents[2] / "sft/out-dagger1",
+             dst: Path = SFT_METRICS) -> dict[str, Any]:
+    """A round's SFT metrics (``run``, e.g. ``sft/out-dagger1``, is not in git), its own-state
+    pair count and the declared checkpoint choice, kept at ``dst``."""
     from studies.sft_prior.dagger.search import chosen_step
 
     m = json.loads((run / "metrics.json").read_text())
@@ -90,8 +91,8 @@ def keep_sft(run: Path = HERE.parents[2] / "sft/out-dagger1") -> dict[str, Any]:
                               "registered")}
     keep["checkpoints"] = [{k: v for k, v in c.items() if k != "path"} for c in m["checkpoints"]]
     keep["own_pairs"], keep["chosen_step"] = own, chosen_step(run / "checkpoints")[0]
-    SFT_METRICS.parent.mkdir(parents=True, exist_ok=True)
-    SFT_METRICS.write_text(json.dumps(keep, indent=1, sort_keys=True) + "\n")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text(json.dumps(keep, indent=1, sort_keys=True) + "\n")
     return keep
 
 

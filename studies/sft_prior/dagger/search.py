@@ -49,9 +49,10 @@ def chosen_step(checkpoints: Path = STAGE) -> tuple[int, float]:
     return best
 
 
-def keep_adapter(step: int) -> Path:
-    """The kept copy of the chosen checkpoint (refused if a kept copy differs: another run)."""
-    kept, made = KEPT / search.step_dir(step), STAGE / search.step_dir(step)
+def keep_adapter(step: int, stage: Path = STAGE, kept_dir: Path = KEPT) -> Path:
+    """The kept copy under ``kept_dir`` of the chosen checkpoint of the run whose checkpoints
+    are in ``stage`` (refused if a kept copy differs: another run)."""
+    kept, made = kept_dir / search.step_dir(step), stage / search.step_dir(step)
     if kept.is_dir():
         if made.is_dir() and not filecmp.cmp(kept / FILES[0], made / FILES[0], shallow=False):
             raise SystemExit(f"error: {made} differs from the kept {kept}: another SFT run")
