@@ -53,6 +53,10 @@ F13=evidence/sft-prior/band/result.md
 [ -f "$F13" ] && S+=(--section "The progress value on tasks whose plans take 6-10 menu steps, H 12, against Best-of-4 (studies/sft_prior/band/protocol.json)=$F13")
 F14=studies/sft_prior/band/test.md
 [ -f "$F14" ] && S+=(--section "The declared test set of the plan-band regime (studies/sft_prior/band/test.json)=$F14")
+F16=evidence/sft-prior/dagger2/sft-run.md
+[ -f "$F16" ] && S+=(--section "A second DAgger round: the round-1 prior's own states labelled (studies/sft_prior/dagger2/protocol.json)=$F16")
+F17=evidence/sft-prior/dagger2/band/result.md
+[ -f "$F17" ] && S+=(--section "The round-2 prior in the plan-band cell's design: the progress value against Best-of-4 (studies/sft_prior/dagger2/protocol.json)=$F17")
 # The value options' offline figures (issue 50, studies/value_options): the chosen regime's step 1,
 # then the old regime's steps 2 and 4; their own title line is dropped (the section names them).
 for V in chosen:results-chosen.md old:results.md; do
