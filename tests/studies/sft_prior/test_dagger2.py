@@ -44,3 +44,13 @@ def test_the_evaluation_is_the_plan_band_cell_with_only_the_adapter_changed() ->
     want["prior"]["options"].pop("adapter")
     assert got == want
     assert band.protocol()["prior"]["options"]["adapter"].endswith("dagger1/step-000100")
+
+
+def test_the_kept_cell_recomputes_exactly_under_the_round_two_checkpoint() -> None:
+    from studies.sft_prior.dagger2 import analyse
+
+    p = analyse.kept_protocol()
+    assert p["prior"]["options"]["adapter"] == "sft/kept/textcraft-dagger2/step-000025"
+    declared = yaml.safe_load((band2.HERE / "protocol.json").read_text())["declared_utc"]
+    assert p["declared_utc"] == declared != band.protocol()["declared_utc"]
+    assert analyse.main(["--check"]) == 0
