@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from studies.sft_prior.band import analyse as band
 from studies.sft_prior.dagger import analyse as round1
-from studies.sft_prior.dagger2.band import EVIDENCE, HERE, REPO, cell_protocol
+from studies.sft_prior.dagger2.band import HERE, KEPT, REPO, cell_protocol
 
 OUT = REPO / "evidence/sft-prior/dagger2"
 SFT_METRICS = OUT / "sft-metrics.json"
@@ -34,39 +36,55 @@ def sft_markdown(m: dict[str, Any]) -> str:
             f"{m['chosen_step']}.\n\n" + round1.sft_table(m, "dagger1-100"))
 
 
-def kept_protocol() -> dict[str, Any]:
-    """The plan-band protocol with the round's kept checkpoint (the only one kept)."""
-    (step,) = sorted((REPO / "sft/kept/textcraft-dagger2").glob("step-*"))
-    p = cell_protocol(step)
-    p["declared_utc"] = json.loads((HERE / "protocol.json").read_text())["declared_utc"]
+def kept_protocol(kept: Path = KEPT, here: Path = HERE,
+                  protocol: Callable[[Path], dict[str, Any]] = cell_protocol) -> dict[str, Any]:
+    """The cell protocol (``protocol(adapter)``) with the round's kept checkpoint (the only one
+    kept under ``kept``) and the declaration time of ``here/protocol.json``."""
+    (step,) = sorted(kept.glob("step-*"))
+    p = protocol(step)
+    p["declared_utc"] = json.loads((here / "protocol.json").read_text())["declared_utc"]
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+def report(argv: list[str] | None, out: Path, run: Path, p: Callable[[], dict[str, Any]],
+           sft_md: Callable[[dict[str, Any]], str], source: str, label: str,
+           extra: Callable[[dict[str, Any]], str] | None = None) -> int:
+    """A DAgger round's analysis command line: ``--keep-sft`` keeps the SFT run ``run``'s
+    metrics under ``out``; ``sft-run.md`` from them (``sft_md``); the kept plan-band cell in
+    ``out/band`` analysed under ``p()`` (its prior named "``label`` DAgger checkpoint") into
+    result.json/.md (``extra`` adds entries to the result and returns a paragraph for the
+    markdown); ``--check`` recomputes result.json."""
+    ap = argparse.ArgumentParser(description="a DAgger round's SFT run and plan-band cell")
     ap.add_argument("--check", action="store_true", help="recompute and compare result.json")
     ap.add_argument("--keep-sft", action="store_true", help="keep the round's SFT metrics")
     a = ap.parse_args(argv)
+    metrics, cell = out / "sft-metrics.json", out / "band"
     if a.keep_sft:
-        round1.keep_sft(REPO / "sft/out-dagger2", SFT_METRICS)
-    if SFT_METRICS.is_file() and not a.check:
-        (OUT / "sft-run.md").write_text(sft_markdown(json.loads(SFT_METRICS.read_text())))
-    if not list(EVIDENCE.glob("*.jsonl.gz")):
+        round1.keep_sft(run, metrics)
+    if metrics.is_file() and not a.check:
+        (out / "sft-run.md").write_text(sft_md(json.loads(metrics.read_text())))
+    if not list(cell.glob("*.jsonl.gz")):
         print("no plan-band records kept yet")
         return 0
-    p = kept_protocol()
-    r = band.analyse(EVIDENCE, p)
+    proto = p()
+    r = band.analyse(cell, proto)
+    more = extra(r) if extra else ""
     text = json.dumps(r, indent=1, sort_keys=True) + "\n"
     if a.check:
-        same = (EVIDENCE / "result.json").read_text() == text
+        same = (cell / "result.json").read_text() == text
         print("result.json recomputes exactly" if same else "result.json DIFFERS")
         return 0 if same else 1
-    md = band.markdown(r, p, "studies/sft_prior/dagger2/protocol.json (the plan-band design)",
-                       f"Round-2 DAgger checkpoint {p['prior']['options']['adapter']}")
-    (EVIDENCE / "result.json").write_text(text)
-    (EVIDENCE / "result.md").write_text(md)
+    adapter = proto["prior"]["options"]["adapter"]
+    md = band.markdown(r, proto, source, f"{label} DAgger checkpoint {adapter}") + more
+    (cell / "result.json").write_text(text)
+    (cell / "result.md").write_text(md)
     print(md)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return report(argv, OUT, REPO / "sft/out-dagger2", kept_protocol, sft_markdown,
+                  "studies/sft_prior/dagger2/protocol.json (the plan-band design)", "Round-2")
 
 
 if __name__ == "__main__":

@@ -29,31 +29,41 @@ RUNS = REPO / "runs/sft-dagger2-band"
 EVIDENCE = REPO / "evidence/sft-prior/dagger2/band"
 
 
-def cell_protocol(adapter: Path) -> dict[str, Any]:
-    """The plan-band protocol with ``adapter`` (a kept checkpoint folder) as the prior's."""
+def cell_protocol(adapter: Path, seeds: list[int] | None = None) -> dict[str, Any]:
+    """The plan-band protocol with ``adapter`` (a kept checkpoint folder) as the prior's and,
+    if given, ``seeds`` as its seeds."""
     p = copy.deepcopy(band.protocol())
     p["prior"]["options"]["adapter"] = str(adapter.relative_to(REPO))
+    if seeds is not None:
+        p["cell"]["seeds"] = list(seeds)
     return p
 
 
-def chosen_adapter() -> Path:
-    """The declared rule's checkpoint, kept (from the run if it is here, else the kept copy)."""
-    step, acc = chosen_step(STAGE if STAGE.is_dir() else KEPT)
-    print(f"round-2 checkpoint {step} (held-out own-state greedy accuracy {acc:.3f})")
-    return keep_adapter(step, STAGE, KEPT)
+def chosen_adapter(stage: Path = STAGE, kept: Path = KEPT) -> Path:
+    """The declared rule's checkpoint of the SFT run whose checkpoints are in ``stage``, kept
+    under ``kept`` (from the run if it is here, else the kept copy)."""
+    step, acc = chosen_step(stage if stage.is_dir() else kept)
+    print(f"chosen checkpoint {step} (held-out own-state greedy accuracy {acc:.3f})")
+    return keep_adapter(step, stage, kept)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, stage: Path = STAGE, kept: Path = KEPT,
+         runs: Path = RUNS, evidence: Path = EVIDENCE, seeds: list[int] | None = None,
+         doc: str = __doc__ or "") -> int:
+    """The command line of a DAgger round's plan-band cell: the checkpoint chosen from
+    ``stage`` (kept under ``kept``) plays one declared seed (of ``seeds``, default the
+    plan-band protocol's) into ``runs/seedS``; finished records are kept in ``evidence``."""
     import argparse
 
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--seed", type=int, required=True, help="the declared seed to play")
     ap.add_argument("--keep-only", action="store_true", help="only keep finished results")
     a = ap.parse_args(argv)
     return play_and_keep(
-        lambda: cell_config(cell_protocol(chosen_adapter()), a.seed, RUNS / f"seed{a.seed}"),
-        RUNS / f"seed{a.seed}.yaml",
-        lambda: f"kept {keep_gz(RUNS.glob('seed*/*__seed*.jsonl'), EVIDENCE)} records",
+        lambda: cell_config(cell_protocol(chosen_adapter(stage, kept), seeds), a.seed,
+                            runs / f"seed{a.seed}"),
+        runs / f"seed{a.seed}.yaml",
+        lambda: f"kept {keep_gz(runs.glob('seed*/*__seed*.jsonl'), evidence)} records",
         a.keep_only, "--seed")
 
 
