@@ -75,7 +75,8 @@ def report(argv: list[str] | None, out: Path, run: Path, p: Callable[[], dict[st
         print("result.json recomputes exactly" if same else "result.json DIFFERS")
         return 0 if same else 1
     adapter = proto["prior"]["options"]["adapter"]
-    md = band.markdown(r, proto, source, f"{label} DAgger checkpoint {adapter}") + more
+    md = band.markdown(r, proto, source, f"{label} DAgger checkpoint {adapter}")
+    md += f"\n{more}" if more else ""
     (cell / "result.json").write_text(text)
     (cell / "result.md").write_text(md)
     print(md)

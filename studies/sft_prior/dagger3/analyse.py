@@ -15,10 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from amc import stats
+from studies.sft_prior.band.run import protocol as band_protocol
 from studies.sft_prior.dagger import analyse as round1
 from studies.sft_prior.dagger2 import analyse as round2
 from studies.sft_prior.dagger3.band import EVIDENCE, HERE, KEPT, REPO, cell_protocol
-from studies.sft_prior.multistep.analyse import paired, read
+from studies.sft_prior.multistep.analyse import arm, paired, read
 
 OUT = REPO / "evidence/sft-prior/dagger3"
 EARLIER_SEEDS = [0, 1]  # the plan-band design of rounds 1 and 2
@@ -38,24 +42,42 @@ def kept_protocol() -> dict[str, Any]:
     return round2.kept_protocol(KEPT, HERE, cell_protocol)
 
 
-def earlier_seeds(r: dict[str, Any]) -> str:
+def sizing(recs: list[dict[str, Any]], cell: dict[str, Any]) -> dict[str, Any]:
+    """Exploratory: the per-task differences' sd (seeds averaged within a task) and the tasks a
+    two-sided t test at level 0.05 needs for 80% power at half the measured difference, beside
+    the band's test reserve (the plan-band protocol's test_set_rule)."""
+    smc, bon = (arm(recs, m) for m in cell["arms"])
+    keys = sorted(set(smc) & set(bon))
+    d = np.array(list(stats.task_means(
+        (k[0], smc[k]["success"] - bon[k]["success"]) for k in keys).values()))
+    sd = float(d.std(ddof=1))
+    return {"sd": sd, "tasks_for_80pct_power_at_half": stats.tasks_for_power(d.mean() / 2, sd),
+            "reserve_tasks": len(band_protocol()["test_set_rule"]["reserve"])}
+
+
+def beside(r: dict[str, Any]) -> str:
     """Adds to ``r`` the same paired analysis on seeds 0 and 1 only (exploratory: the earlier
-    rounds' design); returns its paragraph."""
-    cell = {**kept_protocol()["cell"], "seeds": EARLIER_SEEDS}
-    recs = [x for x in read(EVIDENCE, "*__seed*.jsonl.gz") if int(x["seed"]) in EARLIER_SEEDS]
-    e = r["seeds_0_1_exploratory"] = paired(recs, cell)
+    rounds' design) and the exploratory test sizing; returns their paragraph."""
+    cell = kept_protocol()["cell"]
+    recs = read(EVIDENCE, "*__seed*.jsonl.gz")
+    z = r["sizing_exploratory"] = sizing(recs, cell)
+    early = [x for x in recs if int(x["seed"]) in EARLIER_SEEDS]
+    e = r["seeds_0_1_exploratory"] = paired(early, {**cell, "seeds": EARLIER_SEEDS})
     smc, bon = list(cell["arms"])
     d = e["difference"]
     return (f"Beside it (exploratory: the earlier rounds' design, seeds 0 and 1 only): {smc} "
             f"{e['success'][smc]:.3f}, {bon} {e['success'][bon]:.3f}, {d['mean']:+.3f} "
             f"[{d['lo']:+.3f}, {d['hi']:+.3f}], sign-flip p {d['p']:.4f}, {e['runs']} of "
-            f"{e['declared_runs']} runs.\n")
+            f"{e['declared_runs']} runs. Exploratory sizing: the per-task differences (four "
+            f"seeds averaged) have sd {z['sd']:.3f}; a test at half this difference would need "
+            f"{z['tasks_for_80pct_power_at_half']} tasks for 80% power (two-sided t, level "
+            f"0.05), and the band's test reserve holds {z['reserve_tasks']}.\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     return round2.report(argv, OUT, REPO / "sft/out-dagger3", kept_protocol, sft_markdown,
                          "studies/sft_prior/dagger3/protocol.json (the plan-band design, "
-                         "seeds 0-3)", "Round-3", earlier_seeds)
+                         "seeds 0-3)", "Round-3", beside)
 
 
 if __name__ == "__main__":

@@ -51,3 +51,20 @@ def test_the_evaluation_is_the_plan_band_cell_with_the_adapter_and_four_seeds() 
     with pytest.raises(ValueError, match="not declared"):
         cell_config(band3.cell_protocol(kept), 4, band3.RUNS / "seed4")
     assert band.protocol()["cell"]["seeds"] == [0, 1]  # the plan-band protocol unchanged
+
+
+def test_the_kept_cell_recomputes_exactly_with_its_seeds_0_1_read_apart() -> None:
+    import json
+
+    from studies.sft_prior.dagger3 import analyse
+
+    p = analyse.kept_protocol()
+    assert p["prior"]["options"]["adapter"] == "sft/kept/textcraft-dagger3/step-000050"
+    assert p["cell"]["seeds"] == [0, 1, 2, 3]
+    r = json.loads((band3.EVIDENCE / "result.json").read_text())
+    assert r["runs"] == r["declared_runs"] == 24 * 4
+    e = r["seeds_0_1_exploratory"]
+    assert e["runs"] == e["declared_runs"] == 24 * 2  # only seeds 0 and 1 counted
+    assert e["difference"] != r["difference"]
+    assert r["sizing_exploratory"]["reserve_tasks"] == 26
+    assert analyse.main(["--check"]) == 0
