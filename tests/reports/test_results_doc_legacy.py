@@ -134,7 +134,8 @@ def test_the_committed_results_document_is_what_its_committed_copies_generate(tm
                 "evidence/sft-prior/progress/by-plan-length.md",
                 "studies/sft_prior/progress/test.md", "evidence/sft-prior/band/result.md",
                 "studies/sft_prior/band/test.md", "evidence/sft-prior/dagger2/sft-run.md",
-                "evidence/sft-prior/dagger2/band/result.md", "evidence/sft-prior/dagger3/sft-run.md",
+                "evidence/sft-prior/dagger2/band/result.md",
+                "evidence/sft-prior/dagger3/sft-run.md",
                 "evidence/sft-prior/dagger3/band/result.md"):
         src, dst = repo / rel, tmp_path / rel
         if ("/dagger" in rel or "/multistep/" in rel or "progress/" in rel
