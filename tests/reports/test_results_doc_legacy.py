@@ -136,10 +136,11 @@ def test_the_committed_results_document_is_what_its_committed_copies_generate(tm
                 "studies/sft_prior/band/test.md", "evidence/sft-prior/dagger2/sft-run.md",
                 "evidence/sft-prior/dagger2/band/result.md",
                 "evidence/sft-prior/dagger3/sft-run.md",
-                "evidence/sft-prior/dagger3/band/result.md"):
+                "evidence/sft-prior/dagger3/band/result.md",
+                "evidence/sft-prior/late/result.md"):
         src, dst = repo / rel, tmp_path / rel
         if ("/dagger" in rel or "/multistep/" in rel or "progress/" in rel
-                or "band/" in rel) and not src.exists():  # not run yet
+                or "band/" in rel or "/late/" in rel) and not src.exists():  # not run yet
             continue
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
