@@ -93,3 +93,18 @@ def cell_main(here: Path, runs: Path, evidence: Path, doc: str,
                          runs / f"seed{a.seed}.yaml",
                          lambda: f"kept {keep_gz(runs.glob('seed*/*__seed*.jsonl'), evidence)} "
                                  "records", a.keep_only, "--seed")
+
+
+def keep_or_check(folder: Path, r: dict[str, Any], md: str, check: bool) -> int:
+    """A declared analysis's output: with ``check``, compare ``r`` with the kept
+    ``folder/result.json`` (exit status 1 if it differs); else write result.json and
+    ``md`` as result.md, and print ``md``."""
+    text = json.dumps(r, indent=1, sort_keys=True) + "\n"
+    if check:
+        same = (folder / "result.json").read_text() == text
+        print("result.json recomputes exactly" if same else "result.json DIFFERS")
+        return 0 if same else 1
+    (folder / "result.json").write_text(text)
+    (folder / "result.md").write_text(md)
+    print(md)
+    return 0

@@ -8,12 +8,12 @@ by task, seeds averaged within a task; beside it, the value's within-(task, seed
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from studies.sft_prior.band.run import EVIDENCE, protocol
+from studies.sft_prior.cells import keep_or_check
 from studies.sft_prior.multistep.analyse import paired, read
 from studies.sft_prior.progress.analyse import within_auc_by_step
 
@@ -62,15 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="recompute and compare, write nothing")
     a = ap.parse_args(argv)
     r = analyse()
-    text = json.dumps(r, indent=1, sort_keys=True) + "\n"
-    if a.check:
-        same = (EVIDENCE / "result.json").read_text() == text
-        print("result.json recomputes exactly" if same else "result.json DIFFERS")
-        return 0 if same else 1
-    (EVIDENCE / "result.json").write_text(text)
-    (EVIDENCE / "result.md").write_text(markdown(r))
-    print(markdown(r))
-    return 0
+    return keep_or_check(EVIDENCE, r, "" if a.check else markdown(r), a.check)
 
 
 if __name__ == "__main__":

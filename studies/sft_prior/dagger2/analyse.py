@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from studies.sft_prior.band import analyse as band
+from studies.sft_prior.cells import keep_or_check
 from studies.sft_prior.dagger import analyse as round1
 from studies.sft_prior.dagger2.band import HERE, KEPT, REPO, cell_protocol
 
@@ -69,18 +70,9 @@ def report(argv: list[str] | None, out: Path, run: Path, p: Callable[[], dict[st
     proto = p()
     r = band.analyse(cell, proto)
     more = extra(r) if extra else ""
-    text = json.dumps(r, indent=1, sort_keys=True) + "\n"
-    if a.check:
-        same = (cell / "result.json").read_text() == text
-        print("result.json recomputes exactly" if same else "result.json DIFFERS")
-        return 0 if same else 1
     adapter = proto["prior"]["options"]["adapter"]
     md = band.markdown(r, proto, source, f"{label} DAgger checkpoint {adapter}")
-    md += f"\n{more}" if more else ""
-    (cell / "result.json").write_text(text)
-    (cell / "result.md").write_text(md)
-    print(md)
-    return 0
+    return keep_or_check(cell, r, md + (f"\n{more}" if more else ""), a.check)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,9 +8,9 @@ within a task; beside it (exploratory), against the round-3 cell's every-step SM
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from studies.sft_prior.cells import keep_or_check
 from studies.sft_prior.dagger3 import band as round3
 from studies.sft_prior.late.run import ARM, EVIDENCE, cell_protocol, protocol
 from studies.sft_prior.multistep.analyse import paired, read
@@ -63,15 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no late-resampling records kept yet")
         return 0
     r = analyse()
-    text = json.dumps(r, indent=1, sort_keys=True) + "\n"
-    if a.check:
-        same = (EVIDENCE / "result.json").read_text() == text
-        print("result.json recomputes exactly" if same else "result.json DIFFERS")
-        return 0 if same else 1
-    (EVIDENCE / "result.json").write_text(text)
-    (EVIDENCE / "result.md").write_text(markdown(r))
-    print(markdown(r))
-    return 0
+    return keep_or_check(EVIDENCE, r, "" if a.check else markdown(r), a.check)
 
 
 if __name__ == "__main__":

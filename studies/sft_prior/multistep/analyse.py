@@ -26,6 +26,7 @@ import numpy as np
 from amc import stats
 from amc.value.data import histories_from_record
 from amc.value.room import success_step
+from studies.sft_prior.cells import keep_or_check
 from studies.sft_prior.multistep.run import EVIDENCE, protocol
 
 FP32_CELL = EVIDENCE.parent / "dagger/search/depth2"
@@ -145,15 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="recompute and compare, write nothing")
     a = ap.parse_args(argv)
     r = analyse()
-    text = json.dumps(r, indent=1, sort_keys=True) + "\n"
-    if a.check:
-        same = (EVIDENCE / "result.json").read_text() == text
-        print("result.json recomputes exactly" if same else "result.json DIFFERS")
-        return 0 if same else 1
-    (EVIDENCE / "result.json").write_text(text)
-    (EVIDENCE / "result.md").write_text(markdown(r))
-    print(markdown(r))
-    return 0
+    return keep_or_check(EVIDENCE, r, "" if a.check else markdown(r), a.check)
 
 
 if __name__ == "__main__":
