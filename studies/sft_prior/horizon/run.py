@@ -1,0 +1,33 @@
+"""Play the declared horizon-16 cell (``protocol.json``), one seed per process, and keep it.
+
+    python -m studies.sft_prior.horizon.run --seed S [--keep-only]
+
+``amc run`` plays both arms (SMC with the progress value resampling after steps 1-15, and
+Best-of-4) in the round-3 plan-band design with horizon 16 into ``runs/sft-horizon/seedS``
+(resumable); the finished seed files are gzipped into ``evidence/sft-prior/horizon/``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from studies.sft_prior.cells import cell_main
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+RUNS = REPO / "runs/sft-horizon"
+EVIDENCE = REPO / "evidence/sft-prior/horizon"
+
+
+def protocol() -> dict[str, Any]:
+    return json.loads((HERE / "protocol.json").read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cell_main(HERE, RUNS, EVIDENCE, __doc__ or "", argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
