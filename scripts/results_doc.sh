@@ -63,6 +63,8 @@ F19=evidence/sft-prior/dagger3/band/result.md
 [ -f "$F19" ] && S+=(--section "The round-3 prior in the plan-band cell's design with four seeds per task: the progress value against Best-of-4 (studies/sft_prior/dagger3/protocol.json)=$F19")
 F20=evidence/sft-prior/late/result.md
 [ -f "$F20" ] && S+=(--section "The round-3 prior, resampling only after steps 4-11 (where the value ranks) against Best-of-4 (studies/sft_prior/late/protocol.json)=$F20")
+F21=evidence/sft-prior/horizon/result.md
+[ -f "$F21" ] && S+=(--section "The round-3 prior with horizon 16: the progress value against Best-of-4 (studies/sft_prior/horizon/protocol.json)=$F21")
 # The value options' offline figures (issue 50, studies/value_options): the chosen regime's step 1,
 # then the old regime's steps 2 and 4; their own title line is dropped (the section names them).
 for V in chosen:results-chosen.md old:results.md; do
