@@ -80,3 +80,25 @@ def test_no_goal_in_the_first_observation_is_zero(setup):
 def test_refuses_another_environment():
     with pytest.raises(ValueError, match="TextCraft"):
         VALUES.build("textcraft-progress", None, env_name="webshop", env_options={})
+
+
+def test_each_refused_action_costs_the_declared_plan_steps(setup):
+    suite, plain = setup
+    charged = VALUES.build("textcraft-progress", {"invalid_penalty": 0.5}, env_name="textcraft",
+                           env_options=ENV_OPTIONS)
+    env = suite.make()
+    task = suite.task_ids("train")[0]
+    env.reset(task)
+    full = plan_length(env.book, env.goal)
+    first = next_action(env.book, env.goal, {})
+    refused = ["get 1 unobtainium", "craft 1 goal using nothing"]
+    h = _play(env, task, [first, *refused, "inventory"])
+    assert [s.observation.split()[0] for s in h.steps[1:]] == ["Could", "Wrong", "Inventory:"]
+    (v_plain,), (v_charged,) = _values(plain, [h]), _values(charged, [h])
+    assert v_plain == pytest.approx(1 / full)
+    assert v_charged == pytest.approx(max(1 / full - 2 * 0.5 / full, 0.0))
+    clean = _play(env, task, [first, "inventory", "inventory"])  # same inventory, no refusal
+    assert _values(charged, [clean]) == [pytest.approx(1 / full)]
+    with pytest.raises(ValueError, match="invalid_penalty"):
+        VALUES.build("textcraft-progress", {"invalid_penalty": -1}, env_name="textcraft",
+                     env_options=ENV_OPTIONS)
