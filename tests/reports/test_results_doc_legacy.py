@@ -137,10 +137,12 @@ def test_the_committed_results_document_is_what_its_committed_copies_generate(tm
                 "evidence/sft-prior/dagger2/band/result.md",
                 "evidence/sft-prior/dagger3/sft-run.md",
                 "evidence/sft-prior/dagger3/band/result.md",
-                "evidence/sft-prior/late/result.md", "evidence/sft-prior/horizon/result.md"):
+                "evidence/sft-prior/late/result.md", "evidence/sft-prior/horizon/result.md",
+                "evidence/sft-prior/refusals/result.md"):
         src, dst = repo / rel, tmp_path / rel
-        if ("/dagger" in rel or "/multistep/" in rel or "progress/" in rel or "band/" in rel
-                or "/late/" in rel or "/horizon/" in rel) and not src.exists():  # not run yet
+        cells = ("/dagger", "/multistep/", "progress/", "band/", "/late/", "/horizon/",
+                 "/refusals/")
+        if any(c in rel for c in cells) and not src.exists():  # not run yet
             continue
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
