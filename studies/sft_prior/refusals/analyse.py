@@ -38,7 +38,7 @@ def markdown(r: dict[str, Any]) -> str:
     verdict = {True: "**met**", False: "**not met**", None: "not judged (cell incomplete)"}
     ev = e["difference"]
     return "\n".join([
-        f"Declared in `studies.sft_prior.refusals/protocol.json` ({p['declared_utc']}); {state}. "
+        f"Declared in `studies/sft_prior/refusals/protocol.json` ({p['declared_utc']}); {state}. "
         f"Round-3 DAgger checkpoint {cell_protocol()['prior']['options']['adapter']} served in "
         f"bfloat16, the plan-band tasks ({r['tasks']} validation tasks, menu plans of 6-10 "
         f"steps), seeds {', '.join(map(str, cell['seeds']))}, H {cell['horizon']}, "

@@ -17,3 +17,14 @@ def test_the_cell_is_round_three_with_the_refusal_penalty_and_no_best_of_4_repla
         got.pop(k), want.pop(k)
     assert got == want
     assert list(run.cell_protocol()["cell"]["arms"]) == [run.ARM, "bon@4"]
+
+
+def test_the_kept_cell_recomputes_exactly_on_all_declared_runs() -> None:
+    import json
+
+    from studies.sft_prior.refusals import analyse
+
+    r = json.loads((run.EVIDENCE / "result.json").read_text())
+    assert r["runs"] == r["declared_runs"] == 24 * 4
+    assert r["vs_plain_progress_exploratory"]["runs"] == 24 * 4
+    assert analyse.main(["--check"]) == 0
