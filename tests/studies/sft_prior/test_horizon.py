@@ -67,3 +67,14 @@ def test_cpu_is_read_from_the_time_lines_and_a_log_without_them_is_refused(tmp_p
     (tmp_path / "horizon-seed2.log").write_text("killed\n")
     with pytest.raises(SystemExit, match="no /usr/bin/time"):
         declare_test.cpu_s_per_task_seed(tmp_path, 24)
+
+
+def test_the_kept_cell_recomputes_exactly_on_all_declared_runs() -> None:
+    import json
+
+    from studies.sft_prior.horizon import analyse
+
+    r = json.loads((run.EVIDENCE / "result.json").read_text())
+    assert r["runs"] == r["declared_runs"] == 24 * 4
+    assert set(r["sizing_exploratory"]["tasks_needed"]) == {"4", "8", "12", "16"}
+    assert analyse.main(["--check"]) == 0
