@@ -80,17 +80,19 @@ def play_and_keep(make_config: Callable[[], dict[str, Any]], path: Path,
 
 
 def cell_main(here: Path, runs: Path, evidence: Path, doc: str,
-              argv: list[str] | None = None) -> int:
+              argv: list[str] | None = None,
+              make_config: Callable[[int], dict[str, Any]] | None = None) -> int:
     """The command line of a declared cell folder ``here`` (its ``protocol.json``): play one
     ``--seed`` into ``runs/seedS`` (resumable) unless ``--keep-only``, then gzip every seed
-    folder's finished records into ``evidence``."""
+    folder's finished records into ``evidence``. ``make_config(seed)`` replaces
+    :func:`cell_config` of the protocol where a cell plays less than its protocol's arms."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--seed", type=int, required=True, help="the declared seed to play")
     ap.add_argument("--keep-only", action="store_true", help="only keep finished results")
     a = ap.parse_args(argv)
     p = json.loads((here / "protocol.json").read_text())
-    return play_and_keep(lambda: cell_config(p, a.seed, runs / f"seed{a.seed}"),
-                         runs / f"seed{a.seed}.yaml",
+    cfg = make_config or (lambda seed: cell_config(p, seed, runs / f"seed{seed}"))
+    return play_and_keep(lambda: cfg(a.seed), runs / f"seed{a.seed}.yaml",
                          lambda: f"kept {keep_gz(runs.glob('seed*/*__seed*.jsonl'), evidence)} "
                                  "records", a.keep_only, "--seed")
 
@@ -101,6 +103,9 @@ def keep_or_check(folder: Path, r: dict[str, Any], md: str, check: bool) -> int:
     ``md`` as result.md, and print ``md``."""
     text = json.dumps(r, indent=1, sort_keys=True) + "\n"
     if check:
+        if not (folder / "result.json").exists():
+            print("no result.json kept yet: nothing to compare")
+            return 1
         same = (folder / "result.json").read_text() == text
         print("result.json recomputes exactly" if same else "result.json DIFFERS")
         return 0 if same else 1
@@ -108,3 +113,19 @@ def keep_or_check(folder: Path, r: dict[str, Any], md: str, check: bool) -> int:
     (folder / "result.md").write_text(md)
     print(md)
     return 0
+
+
+def analyse_main(argv: list[str] | None, doc: str, evidence: Path,
+                 analyse: Callable[[], dict[str, Any]], markdown: Callable[[dict[str, Any]], str],
+                 empty: str) -> int:
+    """A declared analysis's command line: ``--check`` recomputes ``analyse()`` and compares
+    it with ``evidence/result.json``; else writes it and ``markdown`` of it (``keep_or_check``).
+    With no kept records in ``evidence`` it prints ``empty`` and writes nothing."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="recompute and compare, write nothing")
+    a = ap.parse_args(argv)
+    if not list(evidence.glob("*.jsonl.gz")):
+        print(empty)
+        return 0
+    r = analyse()
+    return keep_or_check(evidence, r, "" if a.check else markdown(r), a.check)

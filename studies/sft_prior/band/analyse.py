@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from studies.sft_prior import sizing
 from studies.sft_prior.band.run import EVIDENCE, protocol
 from studies.sft_prior.cells import keep_or_check
 from studies.sft_prior.multistep.analyse import paired, read
@@ -26,11 +27,25 @@ def analyse(kept: Path = EVIDENCE, p: dict[str, Any] | None = None) -> dict[str,
         recs, list(cell["arms"])[1], cell["horizon"], cell["env_options"])}
 
 
+def with_sizing(kept: Path, p: dict[str, Any], rule: sizing.Rule) -> dict[str, Any]:
+    """:func:`analyse` of ``p``'s records in ``kept`` and, once every declared run is kept,
+    beside it (exploratory) ``rule``'s test-set sizing at half the measured difference."""
+    r = analyse(kept, p)
+    smc, bon = list(p["cell"]["arms"])
+    if r["runs"] == r["declared_runs"]:
+        r["sizing_exploratory"] = sizing.sizing(
+            read(kept, "*__seed*.jsonl.gz"), smc, bon, r["difference"]["mean"] / 2,
+            rule.seed_options, rule.min_tasks)
+    return r
+
+
 def markdown(r: dict[str, Any], p: dict[str, Any] | None = None,
              source: str = "studies/sft_prior/band/protocol.json",
-             prior: str = "DAgger checkpoint dagger1-100") -> str:
+             prior: str = "DAgger checkpoint dagger1-100",
+             tasks: str = "TextCraft depth 2-3 tasks whose menu-form plan takes 6-10 steps, "
+                          "{n} validation tasks") -> str:
     """``r`` as a paragraph and table; ``source`` declared ``p`` (default: this protocol),
-    whose adapter is ``prior``."""
+    whose adapter is ``prior``; ``tasks`` describes the cell's {n} tasks."""
     p = p or protocol()
     cell = p["cell"]
     smc_name, bon_name = list(cell["arms"])
@@ -40,8 +55,7 @@ def markdown(r: dict[str, Any], p: dict[str, Any] | None = None,
     verdict = {True: "**met**", False: "**not met**", None: "not judged (cell incomplete)"}
     return "\n".join([
         f"Declared in `{source}` ({p['declared_utc']}); {state}. "
-        f"{prior} served in bfloat16, TextCraft depth 2-3 tasks whose "
-        f"menu-form plan takes 6-10 steps, {r['tasks']} validation tasks, H {cell['horizon']}, "
+        f"{prior} served in bfloat16, {tasks.format(n=r['tasks'])}, H {cell['horizon']}, "
         f"N {cell['n']}.", "",
         f"| arm | success | prior calls / run vs {bon_name} |", "|---|---|---|",
         f"| {smc_name} (resampling after every step 1-{cell['horizon'] - 1}; beta 0.1; "

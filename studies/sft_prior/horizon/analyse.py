@@ -9,51 +9,31 @@ differences and the tasks needed at half the measured difference for 4-16 seeds 
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
+from studies.sft_prior import sizing
 from studies.sft_prior.band import analyse as band
-from studies.sft_prior.cells import keep_or_check
-from studies.sft_prior.horizon.declare_test import sizing
+from studies.sft_prior.cells import analyse_main
+from studies.sft_prior.horizon.declare_test import RULE
 from studies.sft_prior.horizon.run import EVIDENCE, protocol
-from studies.sft_prior.multistep.analyse import read
 
 SOURCE = "studies/sft_prior/horizon/protocol.json"
 PRIOR = "Round-3 DAgger checkpoint sft/kept/textcraft-dagger3/step-000050"
 
 
 def analyse() -> dict[str, Any]:
-    p = protocol()
-    r = band.analyse(EVIDENCE, p)
-    smc, bon = list(p["cell"]["arms"])
-    if r["runs"] == r["declared_runs"]:
-        r["sizing_exploratory"] = sizing(read(EVIDENCE, "*__seed*.jsonl.gz"), smc, bon,
-                                         r["difference"]["mean"] / 2)
-    return r
+    return band.with_sizing(EVIDENCE, protocol(), RULE)
 
 
 def markdown(r: dict[str, Any]) -> str:
     md = band.markdown(r, protocol(), SOURCE, PRIOR)
     s = r.get("sizing_exploratory")
-    if not s:
-        return md
-    return md + "\n".join([
-        "", f"Beside it (exploratory): the test-set rule's sizing at half this difference "
-        f"({s['effect']:+.3f}): within-task variance of a seed's difference "
-        f"{s['within_var']:.4f}, between-task variance {s['between_var']:.4f}; tasks needed "
-        "for 80% power with S seeds per task: " + ", ".join(
-            f"S {k}: {v}" for k, v in s["tasks_needed"].items()) + ".", ""])
+    return md + sizing.markdown(s) if s else md
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="recompute and compare, write nothing")
-    a = ap.parse_args(argv)
-    if not list(EVIDENCE.glob("*.jsonl.gz")):
-        print("no horizon-16 records kept yet")
-        return 0
-    r = analyse()
-    return keep_or_check(EVIDENCE, r, "" if a.check else markdown(r), a.check)
+    return analyse_main(argv, __doc__ or "", EVIDENCE, analyse, markdown,
+                        "no horizon-16 records kept yet")
 
 
 if __name__ == "__main__":

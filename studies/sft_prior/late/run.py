@@ -4,26 +4,26 @@
 
 ``amc run`` plays the SMC arm only (the progress value, resampling after steps 4-11) in the
 round-3 plan-band design (its checkpoint, 24 tasks, seeds 0-3, H 12, N 4, beta 0.1) into
-``runs/sft-late/seedS`` (resumable); Best-of-4 is the round-3 cell's kept arm. The finished seed
-files are gzipped into ``evidence/sft-prior/late/``.
+``runs/sft-late/seedS`` (resumable); Best-of-4 is the round-3 cell's kept arm
+(``studies/sft_prior/smc_only.py``). The finished seed files are gzipped into
+``evidence/sft-prior/late/``.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
 
-from studies.sft_prior.cells import cell_config, keep_gz, play_and_keep
-from studies.sft_prior.dagger3 import band as round3
+from studies.sft_prior import smc_only
+from studies.sft_prior.cells import cell_main
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 RUNS = REPO / "runs/sft-late"
 EVIDENCE = REPO / "evidence/sft-prior/late"
 ARM = "smc@4+progress-late"
-ROUND3_KEPT = round3.KEPT / "step-000050"
+ROUND3_KEPT = smc_only.ROUND3_KEPT
 
 
 def protocol() -> dict[str, Any]:
@@ -31,33 +31,17 @@ def protocol() -> dict[str, Any]:
 
 
 def cell_protocol() -> dict[str, Any]:
-    """The round-3 cell protocol with its SMC arm renamed ``ARM`` and resampling after the
-    declared steps, Best-of-4 second (kept from the round-3 cell, not replayed)."""
-    p = copy.deepcopy(round3.cell_protocol(ROUND3_KEPT))
-    smc_name, bon_name = list(p["cell"]["arms"])
-    smc = {**p["cell"]["arms"][smc_name], "resample_steps": protocol()["resample_steps"]}
-    p["cell"]["arms"] = {ARM: smc, bon_name: p["cell"]["arms"][bon_name]}
-    return p
+    """The round-3 cell protocol, its SMC arm ``ARM`` resampling after the declared steps."""
+    return smc_only.cell_protocol(ARM, {"resample_steps": protocol()["resample_steps"]})
 
 
 def config(seed: int) -> dict[str, Any]:
     """The ``amc run`` configuration of one declared seed: the SMC arm only."""
-    cfg = cell_config(cell_protocol(), seed, RUNS / f"seed{seed}")
-    cfg["methods"] = [ARM]
-    return cfg
+    return smc_only.config(cell_protocol(), seed, RUNS)
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--seed", type=int, required=True, help="the declared seed to play")
-    ap.add_argument("--keep-only", action="store_true", help="only keep finished results")
-    a = ap.parse_args(argv)
-    return play_and_keep(
-        lambda: config(a.seed), RUNS / f"seed{a.seed}.yaml",
-        lambda: f"kept {keep_gz(RUNS.glob('seed*/*__seed*.jsonl'), EVIDENCE)} records",
-        a.keep_only, "--seed")
+    return cell_main(HERE, RUNS, EVIDENCE, __doc__ or "", argv, config)
 
 
 if __name__ == "__main__":
