@@ -138,10 +138,10 @@ def test_the_committed_results_document_is_what_its_committed_copies_generate(tm
                 "evidence/sft-prior/dagger3/sft-run.md",
                 "evidence/sft-prior/dagger3/band/result.md",
                 "evidence/sft-prior/late/result.md", "evidence/sft-prior/horizon/result.md",
-                "evidence/sft-prior/refusals/result.md"):
+                "evidence/sft-prior/refusals/result.md", "evidence/sft-prior/plan67/result.md"):
         src, dst = repo / rel, tmp_path / rel
         cells = ("/dagger", "/multistep/", "progress/", "band/", "/late/", "/horizon/",
-                 "/refusals/")
+                 "/refusals/", "/plan67/")
         if any(c in rel for c in cells) and not src.exists():  # not run yet
             continue
         dst.parent.mkdir(parents=True, exist_ok=True)
