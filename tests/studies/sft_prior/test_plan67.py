@@ -4,6 +4,8 @@ LLM cell used; its declared test-set rule."""
 
 import json
 
+import pytest
+
 from amc.envs.replay import build_suite
 from amc.envs.textcraft.planner import menu_plan
 from studies.sft_prior.cells import cell_config
@@ -46,3 +48,16 @@ def test_the_test_rule_is_the_declared_one() -> None:
     assert str(rule.seed_options) in size and f"power 0.8), {rule.min_tasks})" in size
     assert rule.log_glob == "plan67-seed*.log" and "6168" in \
         run.protocol()["test_set_rule"]["tasks_from"]
+
+
+def test_the_kept_cell_recomputes_and_the_by_task_read_agrees_with_it() -> None:
+    from studies.sft_prior.plan67 import analyse, by_task
+
+    r = json.loads((run.EVIDENCE / "result.json").read_text())
+    assert r["runs"] == r["declared_runs"] == 15 * 8
+    assert analyse.main(["--check"]) == 0
+    rows = by_task.rows()
+    assert [x[0] for x in rows] == run.protocol()["cell"]["tasks"]
+    for i, m in enumerate(run.protocol()["cell"]["arms"]):
+        assert sum(float(x[4 + i]) for x in rows) / len(rows) == \
+            pytest.approx(r["success"][m], abs=1e-3)
