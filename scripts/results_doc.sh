@@ -69,6 +69,8 @@ F22=evidence/sft-prior/refusals/result.md
 [ -f "$F22" ] && S+=(--section "The round-3 prior, the progress value charging refused actions against Best-of-4 (studies/sft_prior/refusals/protocol.json)=$F22")
 F23=evidence/sft-prior/plan67/result.md
 [ -f "$F23" ] && S+=(--section "The round-3 prior on fresh 6-7-step plans: the progress value against Best-of-4 (studies/sft_prior/plan67/protocol.json)=$F23")
+F24=evidence/sft-prior/plan67/by-task.md
+[ -f "$F24" ] && S+=(--section "The fresh 6-7-step plans task by task (exploratory: studies/sft_prior/plan67/by_task.py)=$F24")
 # The value options' offline figures (issue 50, studies/value_options): the chosen regime's step 1,
 # then the old regime's steps 2 and 4; their own title line is dropped (the section names them).
 for V in chosen:results-chosen.md old:results.md; do

@@ -138,7 +138,8 @@ def test_the_committed_results_document_is_what_its_committed_copies_generate(tm
                 "evidence/sft-prior/dagger3/sft-run.md",
                 "evidence/sft-prior/dagger3/band/result.md",
                 "evidence/sft-prior/late/result.md", "evidence/sft-prior/horizon/result.md",
-                "evidence/sft-prior/refusals/result.md", "evidence/sft-prior/plan67/result.md"):
+                "evidence/sft-prior/refusals/result.md", "evidence/sft-prior/plan67/result.md",
+                "evidence/sft-prior/plan67/by-task.md"):
         src, dst = repo / rel, tmp_path / rel
         cells = ("/dagger", "/multistep/", "progress/", "band/", "/late/", "/horizon/",
                  "/refusals/", "/plan67/")
