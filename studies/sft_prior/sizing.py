@@ -14,6 +14,7 @@ constants.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from amc import stats
-from studies.sft_prior.multistep.analyse import arm
+from studies.sft_prior.multistep.analyse import arm, read
 
 _TIME = re.compile(r"(User|System) time \(seconds\): ([0-9.]+)")
 
@@ -131,3 +132,16 @@ def markdown(s: dict[str, Any]) -> str:
         f"{s['within_var']:.4f}, between-task variance {s['between_var']:.4f}; tasks needed "
         "for 80% power with S seeds per task: " + ", ".join(
             f"S {k}: {v}" for k, v in s["tasks_needed"].items()) + ".", ""])
+
+
+def declare_main(here: Path, evidence: Path, p: dict[str, Any], rule: Rule, logs: Path) -> int:
+    """A cell's ``declare_test`` command: write ``here/test.json`` once by ``rule`` from the
+    cell's kept ``evidence`` (result.json and records) and ``logs``; refuses a second time."""
+    out = here / "test.json"
+    if out.exists():
+        raise SystemExit(f"{out.name} is already declared; it is written once")
+    d = declare(p, json.loads((evidence / "result.json").read_text()),
+                read(evidence, "*__seed*.jsonl.gz"), logs, rule)
+    out.write_text(json.dumps(d, indent=1) + "\n")
+    print(json.dumps({k: d[k] for k in ("room", "sizing", "seeds", "tasks", "cpu")}, indent=1))
+    return 0

@@ -84,3 +84,10 @@ def test_declare_takes_the_first_seeds_option_that_fits_the_reserve_and_the_cpu(
                                                               cpu_limit_h=1e-4))
     with pytest.raises(SystemExit, match="did not meet its goal"):
         sizing.declare(p, {**result, "goal_met": False}, recs, tmp_path, rule)
+
+
+def test_declare_main_writes_once(tmp_path) -> None:
+    (tmp_path / "test.json").write_text("{}\n")
+    with pytest.raises(SystemExit, match="already declared"):
+        sizing.declare_main(tmp_path, tmp_path, {}, sizing.Rule((4,), 3, "x*.log", 1), tmp_path)
+    assert (tmp_path / "test.json").read_text() == "{}\n"
